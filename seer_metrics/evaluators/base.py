@@ -1,0 +1,58 @@
+"""The evaluator contract shared by the offline heuristic and the LLM judge."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from seer_metrics.events import RetrievalEvent
+from seer_metrics.judgment import Judgment
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cost_usd + other.cost_usd,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class EvaluationOutcome:
+    """What an evaluator says about one event.
+
+    `status` is "ok" with a judgment, or "error" with a reason code such as
+    `invalid_json`, `schema_mismatch`, `timeout`, `rate_limited`, `refused`, `truncated`.
+    """
+
+    event_id: str
+    status: Literal["ok", "error"]
+    judgment: Judgment | None = None
+    reason: str | None = None
+    usage: TokenUsage = TokenUsage()
+    model_calls: int = 0
+    cache_hit: bool = False
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Judges a batch of events; never raises for a single event's failure."""
+
+    name: str
+    model: str
+    prompt_version: str
+
+    async def evaluate(self, events: Sequence[RetrievalEvent]) -> list[EvaluationOutcome]:
+        """One outcome per event, in the input order."""
+        ...

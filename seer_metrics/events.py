@@ -1,0 +1,290 @@
+"""Retrieval events: parsing warehouse rows into a validated, ranked context.
+
+Bad rows are never dropped silently: parsing raises `InvalidEventError` with a stable
+reason code (stored in the `reason` column) and a message that names the field at fault.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+
+class InvalidEventError(ValueError):
+    """A row that cannot be scored; `code` is a stable machine-readable reason."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+    @property
+    def reason(self) -> str:
+        """One line for the `reason` column."""
+        return f"{self.code}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    """One retrieved passage. `position` is its 1-based place in the list as logged."""
+
+    id: str
+    text: str
+    position: int
+    rank: float | None = None
+    score: float | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RetrievalEvent:
+    """A validated retrieval event; `context` is in ranked order (best first)."""
+
+    event_id: str
+    task: str
+    context: tuple[ContextItem, ...]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    event_ts: datetime | None = None
+    duplicate_ids: int = 0
+
+    @property
+    def n(self) -> int:
+        return len(self.context)
+
+    @property
+    def context_ids(self) -> tuple[str, ...]:
+        return tuple(item.id for item in self.context)
+
+    @property
+    def has_ranking(self) -> bool:
+        """nDCG is defined only when the retriever logged a rank or a score."""
+        return any(item.rank is not None or item.score is not None for item in self.context)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> RetrievalEvent:
+        """Parse one warehouse row or JSONL object; raises `InvalidEventError` on bad input."""
+        if not isinstance(record, Mapping):
+            raise InvalidEventError(
+                "record_not_object", f"event must be a JSON object, got {_type_name(record)}"
+            )
+        event_id = _parse_event_id(record)
+        task = record.get("task")
+        if task is None:
+            raise InvalidEventError("task_missing", "field 'task' is missing")
+        if not isinstance(task, str):
+            raise InvalidEventError(
+                "task_not_string", f"'task' must be a string, got {_type_name(task)}"
+            )
+        if not task.strip():
+            raise InvalidEventError("task_empty", "'task' is empty")
+        context, duplicates = parse_context(record.get("context", _MISSING))
+        metadata = _parse_metadata(record.get("metadata"))
+        event_ts = parse_timestamp(record.get("event_ts"))
+        return cls(
+            event_id=event_id,
+            task=task.strip(),
+            context=context,
+            metadata=metadata,
+            event_ts=event_ts,
+            duplicate_ids=duplicates,
+        )
+
+
+_MISSING = object()
+
+
+def derive_event_id(record: Mapping[str, Any]) -> str:
+    """Stable id for tables without one: a hash of the row's content."""
+    payload = {
+        key: record.get(key) for key in ("event_ts", "task", "context", "metadata") if key in record
+    }
+    canonical = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
+    return "h_" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:24]
+
+
+def _parse_event_id(record: Mapping[str, Any]) -> str:
+    raw = record.get("event_id")
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return derive_event_id(record)
+    if isinstance(raw, bool) or not isinstance(raw, str | int):
+        raise InvalidEventError(
+            "event_id_invalid", f"'event_id' must be a string or integer, got {_type_name(raw)}"
+        )
+    return str(raw).strip()
+
+
+def parse_context(raw: Any) -> tuple[tuple[ContextItem, ...], int]:
+    """Parse `string[]` or `{text, id?, rank?, score?}[]` (a list or its JSON text).
+
+    Returns the items in ranked order and the number of duplicate ids that were renamed.
+    """
+    if raw is _MISSING or raw is None:
+        raise InvalidEventError("context_missing", "field 'context' is missing")
+    if isinstance(raw, bytes | bytearray):
+        raw = raw.decode("utf-8", errors="replace")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise InvalidEventError(
+                "context_not_json", f"'context' is not valid JSON ({error.msg} at {error.pos})"
+            ) from None
+    if isinstance(raw, Mapping) or isinstance(raw, str) or not isinstance(raw, Sequence):
+        raise InvalidEventError(
+            "context_not_list", f"'context' must be a list, got {_type_name(raw)}"
+        )
+    items: list[ContextItem] = []
+    seen: dict[str, int] = {}
+    duplicates = 0
+    for position, entry in enumerate(raw, start=1):
+        item = _parse_item(entry, position)
+        if item.id in seen:
+            duplicates += 1
+            seen[item.id] += 1
+            unique = f"{item.id}#{seen[item.id]}"
+            while unique in seen:
+                seen[item.id] += 1
+                unique = f"{item.id}#{seen[item.id]}"
+            seen[unique] = 1
+            item = ContextItem(unique, item.text, item.position, item.rank, item.score, item.extra)
+        else:
+            seen[item.id] = 1
+        items.append(item)
+    return tuple(rank_items(items)), duplicates
+
+
+def rank_items(items: Sequence[ContextItem]) -> list[ContextItem]:
+    """Order by rank (1 = top) when any item has one, else by score (higher first).
+
+    Items lacking the key go after those that have it; ties keep list order.
+    """
+    if any(item.rank is not None for item in items):
+        return sorted(items, key=lambda i: (i.rank is None, i.rank or 0.0, i.position))
+    if any(item.score is not None for item in items):
+        return sorted(items, key=lambda i: (i.score is None, -(i.score or 0.0), i.position))
+    return list(items)
+
+
+_ITEM_KEYS = {"text", "id", "rank", "score"}
+
+
+def _parse_item(entry: Any, position: int) -> ContextItem:
+    where = f"context item {position}"
+    if isinstance(entry, str):
+        if not entry.strip():
+            raise InvalidEventError("item_text_empty", f"{where} has empty text")
+        return ContextItem(id=str(position), text=entry, position=position)
+    if not isinstance(entry, Mapping):
+        raise InvalidEventError(
+            "item_not_text_or_object",
+            f"{where} must be a string or an object, got {_type_name(entry)}",
+        )
+    if "text" not in entry or entry["text"] is None:
+        raise InvalidEventError("item_text_missing", f"{where} has no 'text'")
+    text = entry["text"]
+    if not isinstance(text, str):
+        raise InvalidEventError(
+            "item_text_not_string", f"{where}: 'text' must be a string, got {_type_name(text)}"
+        )
+    if not text.strip():
+        raise InvalidEventError("item_text_empty", f"{where} has empty text")
+    raw_id = entry.get("id")
+    if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
+        item_id = str(position)
+    elif isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
+        raise InvalidEventError(
+            "item_id_invalid",
+            f"{where}: 'id' must be a string or integer, got {_type_name(raw_id)}",
+        )
+    else:
+        item_id = str(raw_id).strip()
+    rank = _parse_number(entry.get("rank"), "rank", where)
+    if rank is not None and rank < 1:
+        raise InvalidEventError("rank_invalid", f"{where}: 'rank' must be >= 1, got {rank:g}")
+    score = _parse_number(entry.get("score"), "score", where)
+    extra = {key: value for key, value in entry.items() if key not in _ITEM_KEYS}
+    return ContextItem(item_id, text, position, rank, score, extra)
+
+
+def _parse_number(value: Any, name: str, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidEventError(
+            f"{name}_not_number", f"{where}: '{name}' must be a number, got {_type_name(value)}"
+        )
+    number = float(value)
+    if not math.isfinite(number):
+        raise InvalidEventError(f"{name}_not_finite", f"{where}: '{name}' is {value!r}")
+    return number
+
+
+def _parse_metadata(raw: Any) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if isinstance(raw, bytes | bytearray):
+        raw = raw.decode("utf-8", errors="replace")
+    if isinstance(raw, str):
+        if not raw.strip():
+            return {}
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise InvalidEventError(
+                "metadata_not_json", f"'metadata' is not valid JSON ({error.msg})"
+            ) from None
+    if not isinstance(raw, Mapping):
+        raise InvalidEventError(
+            "metadata_not_object", f"'metadata' must be an object, got {_type_name(raw)}"
+        )
+    return dict(raw)
+
+
+def parse_timestamp(raw: Any) -> datetime | None:
+    """Accept datetimes, ISO-8601 strings and epoch seconds; naive values are taken as UTC."""
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, datetime):
+        value = raw
+    elif isinstance(raw, bool):
+        raise InvalidEventError("event_ts_invalid", "'event_ts' must be a timestamp, got bool")
+    elif isinstance(raw, int | float):
+        if not math.isfinite(raw):
+            raise InvalidEventError("event_ts_invalid", f"'event_ts' is {raw!r}")
+        value = datetime.fromtimestamp(raw, tz=UTC)
+    elif isinstance(raw, str):
+        text = raw.strip().replace("Z", "+00:00") if raw.strip().endswith("Z") else raw.strip()
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            raise InvalidEventError(
+                "event_ts_invalid", f"'event_ts' is not an ISO-8601 timestamp: {raw[:40]!r}"
+            ) from None
+    else:
+        raise InvalidEventError(
+            "event_ts_invalid", f"'event_ts' must be a timestamp, got {_type_name(raw)}"
+        )
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "list"
+    return type(value).__name__

@@ -1,0 +1,109 @@
+"""Judgments: the evaluator's requirement list and which passages support each one.
+
+Citations of ids the context does not contain are never trusted: they are dropped and
+counted as `hallucinated_citations`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class InvalidJudgmentError(ValueError):
+    """A judgment whose shape does not match the contract."""
+
+
+@dataclass(frozen=True)
+class Requirement:
+    id: str
+    text: str
+    supported_by: tuple[str, ...] = ()
+
+    @property
+    def supported(self) -> bool:
+        return bool(self.supported_by)
+
+
+@dataclass(frozen=True)
+class Judgment:
+    requirements: tuple[Requirement, ...]
+    hallucinated_citations: int = 0
+    unverified_citations: int = 0
+
+    @property
+    def k(self) -> int:
+        return len(self.requirements)
+
+    @property
+    def cited_ids(self) -> frozenset[str]:
+        return frozenset(pid for req in self.requirements for pid in req.supported_by)
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], context_ids: Iterable[str] | None = None
+    ) -> Judgment:
+        """Parse `{"requirements": [{"id", "text", "supported_by"}]}`.
+
+        With `context_ids`, citations of unknown passages are dropped and counted.
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidJudgmentError("judgment must be an object with 'requirements'")
+        raw_requirements = data.get("requirements")
+        if not isinstance(raw_requirements, list):
+            raise InvalidJudgmentError("'requirements' must be a list")
+        requirements = []
+        seen_ids: set[str] = set()
+        for index, raw in enumerate(raw_requirements, start=1):
+            if not isinstance(raw, Mapping):
+                raise InvalidJudgmentError(f"requirement {index} must be an object")
+            req_id = str(raw.get("id") or f"r{index}")
+            if req_id in seen_ids:
+                raise InvalidJudgmentError(f"requirement id {req_id!r} appears twice")
+            seen_ids.add(req_id)
+            text = raw.get("text", "")
+            if not isinstance(text, str):
+                raise InvalidJudgmentError(f"requirement {req_id}: 'text' must be a string")
+            support = raw.get("supported_by", [])
+            if not isinstance(support, list) or not all(
+                isinstance(pid, str | int) and not isinstance(pid, bool) for pid in support
+            ):
+                raise InvalidJudgmentError(
+                    f"requirement {req_id}: 'supported_by' must be a list of ids"
+                )
+            ordered = tuple(dict.fromkeys(str(pid) for pid in support))
+            requirements.append(Requirement(req_id, text, ordered))
+        judgment = cls(
+            tuple(requirements),
+            hallucinated_citations=int(data.get("hallucinated_citations", 0) or 0),
+            unverified_citations=int(data.get("unverified_citations", 0) or 0),
+        )
+        if context_ids is not None:
+            judgment = judgment.restricted_to(context_ids)
+        return judgment
+
+    def restricted_to(self, context_ids: Iterable[str]) -> Judgment:
+        """Drop citations of ids outside the context, counting them as hallucinated."""
+        known = set(context_ids)
+        dropped = 0
+        requirements = []
+        for req in self.requirements:
+            kept = tuple(pid for pid in req.supported_by if pid in known)
+            dropped += len(req.supported_by) - len(kept)
+            requirements.append(Requirement(req.id, req.text, kept))
+        return Judgment(
+            tuple(requirements),
+            hallucinated_citations=self.hallucinated_citations + dropped,
+            unverified_citations=self.unverified_citations,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "requirements": [
+                {"id": r.id, "text": r.text, "supported_by": list(r.supported_by)}
+                for r in self.requirements
+            ],
+            "hallucinated_citations": self.hallucinated_citations,
+            "unverified_citations": self.unverified_citations,
+        }

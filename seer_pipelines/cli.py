@@ -1,0 +1,45 @@
+"""The `seer` command line: argument parsing here, each command in `seer_pipelines.commands`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# command name -> module with `add_arguments(parser)` and `run(args) -> int`
+COMMANDS = {
+    "evaluate": ("seer_pipelines.commands.evaluate", "score a JSONL file of retrieval events"),
+    "calibrate": (
+        "seer_pipelines.commands.calibrate",
+        "measure an evaluator's agreement with gold labels",
+    ),
+    "demo": ("seer_pipelines.commands.demo", "run the whole pipeline on synthetic events"),
+    "seed": ("seer_pipelines.commands.seed", "write synthetic events into a warehouse table"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="seer", description="Label-free retrieval quality monitoring for RAG systems."
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        command_parser = subparsers.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(command_parser)
+        command_parser.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
