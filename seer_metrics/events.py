@@ -134,7 +134,7 @@ def parse_context(raw: Any) -> tuple[tuple[ContextItem, ...], int]:
             raise InvalidEventError(
                 "context_not_json", f"'context' is not valid JSON ({error.msg} at {error.pos})"
             ) from None
-    if isinstance(raw, Mapping) or isinstance(raw, str) or not isinstance(raw, Sequence):
+    if isinstance(raw, Mapping | str) or not isinstance(raw, Sequence):
         raise InvalidEventError(
             "context_not_list", f"'context' must be a list, got {_type_name(raw)}"
         )
