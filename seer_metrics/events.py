@@ -138,22 +138,22 @@ def parse_context(raw: Any) -> tuple[tuple[ContextItem, ...], int]:
         raise InvalidEventError(
             "context_not_list", f"'context' must be a list, got {_type_name(raw)}"
         )
+    parsed = [_parse_item(entry, position) for position, entry in enumerate(raw, start=1)]
+    # Literal ids are never renamed away from, so a citation of "p1#2" means that item.
+    taken = {item.id for item in parsed}
+    seen: set[str] = set()
     items: list[ContextItem] = []
-    seen: dict[str, int] = {}
     duplicates = 0
-    for position, entry in enumerate(raw, start=1):
-        item = _parse_item(entry, position)
+    for item in parsed:
         if item.id in seen:
             duplicates += 1
-            seen[item.id] += 1
-            unique = f"{item.id}#{seen[item.id]}"
-            while unique in seen:
-                seen[item.id] += 1
-                unique = f"{item.id}#{seen[item.id]}"
-            seen[unique] = 1
+            suffix = 2
+            while f"{item.id}#{suffix}" in taken:
+                suffix += 1
+            unique = f"{item.id}#{suffix}"
+            taken.add(unique)
             item = ContextItem(unique, item.text, item.position, item.rank, item.score, item.extra)
-        else:
-            seen[item.id] = 1
+        seen.add(item.id)
         items.append(item)
     return tuple(rank_items(items)), duplicates
 

@@ -1,0 +1,87 @@
+"""Per-(day, slice) aggregates."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from seer_metrics.slices import SLICE_COLUMNS, slice_metrics
+
+
+def _scores() -> pd.DataFrame:
+    rows = [
+        # day 1: prod v1 good, prod v2 bad, one invalid, one error
+        ("2026-11-01", "ok", 1.0, 0.5, 2 / 3, 1.0, 2, {"env": "prod", "feature_flag": "v1"}),
+        ("2026-11-01", "ok", 0.5, 0.2, 2 / 7, 0.5, 2, {"env": "prod", "feature_flag": "v2"}),
+        ("2026-11-01", "ok", None, 0.0, None, None, 0, {"env": "dev", "feature_flag": "v2"}),
+        ("2026-11-01", "invalid", None, None, None, None, None, {"env": "prod"}),
+        ("2026-11-01", "error", None, None, None, None, None, '{"env": "dev"}'),
+        ("2026-11-02", "ok", 1.0, 1.0, 1.0, 1.0, 3, {"tenant": "acme"}),
+    ]
+    frame = pd.DataFrame(
+        rows,
+        columns=["partition_date", "status", "recall", "precision", "f1", "ndcg", "k", "metadata"],
+    )
+    frame["prompt_tokens"] = [10, 20, 30, 0, 5, 1]
+    frame["completion_tokens"] = [1, 2, 3, 0, 0, 1]
+    frame["cost_usd"] = [0.1, 0.2, 0.3, 0.0, 0.0, 0.01]
+    return frame
+
+
+def _row(table: pd.DataFrame, day: str, label: str) -> pd.Series:
+    match = table[(table["partition_date"] == day) & (table["slice"] == label)]
+    assert len(match) == 1, (day, label)
+    return match.iloc[0]
+
+
+def test_columns_and_slices():
+    table = slice_metrics(_scores())
+    assert list(table.columns) == list(SLICE_COLUMNS)
+    day1 = set(table[table["partition_date"] == "2026-11-01"]["slice"])
+    assert day1 == {
+        "all",
+        "env=prod",
+        "env=dev",
+        "feature_flag=v1",
+        "feature_flag=v2",
+    }
+    assert set(table[table["partition_date"] == "2026-11-02"]["slice"]) == {"all"}
+
+
+def test_all_slice_counts_and_means_over_defined_values():
+    row = _row(slice_metrics(_scores()), "2026-11-01", "all")
+    assert (row["events"], row["evaluated"], row["invalid"], row["errors"]) == (5, 3, 1, 1)
+    assert row["mean_recall"] == pytest.approx(0.75)
+    assert row["count_recall"] == 2
+    assert row["mean_precision"] == pytest.approx(0.7 / 3)
+    assert row["mean_ndcg"] == pytest.approx(0.75)
+    assert row["share_recall_below_1"] == pytest.approx(0.5)
+    assert row["share_precision_below_bloat"] == pytest.approx(2 / 3)
+    assert row["p10_recall"] == pytest.approx(0.55)
+    assert row["mean_k"] == pytest.approx(4 / 3)
+    assert row["prompt_tokens"] == 65
+    assert row["cost_usd"] == pytest.approx(0.6)
+
+
+def test_metadata_slices_and_bloat_line():
+    table = slice_metrics(_scores(), slice_keys=["env"], bloat_line=0.1)
+    prod = _row(table, "2026-11-01", "env=prod")
+    assert (prod["events"], prod["invalid"]) == (3, 1)
+    assert prod["mean_recall"] == pytest.approx(0.75)
+    assert prod["share_precision_below_bloat"] == 0.0
+    dev = _row(table, "2026-11-01", "env=dev")
+    assert dev["errors"] == 1
+    assert math.isnan(dev["mean_recall"])
+    assert dev["share_precision_below_bloat"] == 1.0
+
+
+def test_any_metadata_key_can_slice():
+    table = slice_metrics(_scores(), slice_keys=["tenant"])
+    assert _row(table, "2026-11-02", "tenant=acme")["mean_f1"] == 1.0
+
+
+def test_missing_columns_are_named():
+    with pytest.raises(KeyError, match="metadata"):
+        slice_metrics(_scores().drop(columns=["metadata"]))
