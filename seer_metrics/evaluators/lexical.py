@@ -1,0 +1,348 @@
+"""The offline evaluator: a deterministic lexical heuristic, no network, no key.
+
+It is a heuristic, not a reader. It splits the query into requirements by its surface
+syntax (relative clauses, conjunctions, quoted titles) and calls a requirement supported
+by a passage when enough of the requirement's content terms, weighted by how rare they
+are in that event's context (BM25-style IDF), occur in the passage's title or text. It
+cannot follow a bridge ("the director of the film that...") to an entity the query never
+names, cannot read negation or paraphrase, and will accept a passage that repeats the
+query's words without answering it. Its measured agreement with gold labels is in
+docs/agreement.md; use the LLM evaluator where that matters.
+
+K depends on the query only: requirements are computed from the normalised query
+(`normalise_text`: NFKC, case-folded, whitespace collapsed), so the same query always
+gets the same requirement list, whatever the context.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from seer_metrics.cache import normalise_text
+from seer_metrics.evaluators.base import EvaluationOutcome
+from seer_metrics.events import RetrievalEvent
+from seer_metrics.judgment import Judgment, Requirement
+
+LEXICAL_MODEL = "lexical-v1"
+LEXICAL_PROMPT_VERSION = "heuristic-1"
+
+_STOPWORD_TEXT = """
+    a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    either else ever few for from further had has have having he her here hers herself him
+    himself his how i if in into is it its itself just me more most my myself neither no
+    nor not of off on once only or other our ours out over own same she should so some
+    such than that the their theirs them themselves then there these they this those
+    through to too under until up upon very was we were what whatever when where whether
+    which while who whom whose why will with within would you your yours s t
+    did does doesn don isn wasn weren aren
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+# Words that occur in questions but say little about which passage answers them.
+_WEAK_TERM_TEXT = "name named called known many much one two type kind year years time located"
+WEAK_TERMS = frozenset(_WEAK_TERM_TEXT.split())
+
+RELATIVE_MARKERS = frozenset({"which", "who", "whom", "whose", "that", "where", "when"})
+CONJUNCTIONS = frozenset({"and", "or", "but"})
+WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "where", "when", "why", "how"})
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|'[^']{2,}'(?!\w)")
+
+
+def fold_accents(text: str) -> str:
+    """`Aschenbrödel` and `Aschenbrodel` must match: strip combining marks."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+# (suffix, replacement, shortest stem kept), tried in order; the first match applies.
+_SUFFIX_RULES: tuple[tuple[str, str, int], ...] = (
+    ("ational", "ate", 3),
+    ("ization", "ize", 3),
+    ("ation", "", 3),
+    ("ition", "", 3),
+    ("ments", "", 3),
+    ("ment", "", 3),
+    ("ness", "", 3),
+    ("ings", "", 3),
+    ("ing", "", 3),
+    ("edly", "", 3),
+    ("ied", "y", 2),
+    ("ed", "", 3),
+    ("ers", "", 3),
+    ("ors", "", 3),
+    ("er", "", 3),
+    ("or", "", 4),
+    ("ion", "", 4),
+    ("ly", "", 4),
+)
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A small suffix-stripping stemmer: `directed`, `director`, `directors` -> `direct`.
+
+    Crude on purpose (no dictionary); it only has to map a query word and a passage word
+    to the same key more often than not.
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 4:
+        word = word[:-1]
+    for suffix, replacement, shortest in _SUFFIX_RULES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= shortest:
+            word = word[: -len(suffix)] + replacement
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]
+            break
+    if len(word) > 4 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    """Lower-case, accent-folded words; a possessive `'s` is dropped."""
+    found = []
+    for match in _WORD.finditer(fold_accents(text).casefold()):
+        word = match.group(0).replace("’", "'")
+        if word.endswith("'s"):
+            word = word[:-2]
+        found.extend(part for part in word.split("'") if part)
+    return found
+
+
+def is_content_word(word: str) -> bool:
+    return word not in STOPWORDS and (len(word) > 1 or word.isdigit())
+
+
+def content_terms(text: str) -> list[str]:
+    """Stemmed content terms of a text, in order, with repeats."""
+    return [stem(word) for word in words(text) if is_content_word(word)]
+
+
+@dataclass(frozen=True)
+class RequirementPattern:
+    """One requirement as the heuristic sees it: readable text and the terms to find."""
+
+    id: str
+    text: str
+    terms: tuple[str, ...]
+    weak_terms: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class _Token:
+    word: str
+    start: int
+    end: int
+    quoted: bool
+
+
+def _tokens(query: str) -> list[_Token]:
+    quoted_spans = [(m.start(), m.end()) for m in _QUOTED.finditer(query)]
+    tokens = []
+    for match in _WORD.finditer(query):
+        quoted = any(start <= match.start() < end for start, end in quoted_spans)
+        word = fold_accents(match.group(0)).replace("’", "'")
+        if word.endswith("'s"):
+            word = word[:-2]
+        tokens.append(_Token(word, match.start(), match.end(), quoted))
+    return tokens
+
+
+def _is_split_point(tokens: Sequence[_Token], index: int) -> bool:
+    token = tokens[index]
+    if index == 0 or token.quoted or index == len(tokens) - 1:
+        return False
+    if token.word in RELATIVE_MARKERS:
+        return True
+    if token.word in CONJUNCTIONS:
+        before, after = tokens[index - 1].word, tokens[index + 1].word
+        after_ok = is_content_word(after) or after in WH_WORDS
+        return is_content_word(before) and after_ok
+    return False
+
+
+def _segments(tokens: Sequence[_Token]) -> list[list[int]]:
+    segments: list[list[int]] = [[]]
+    for index in range(len(tokens)):
+        if _is_split_point(tokens, index) and segments[-1]:
+            segments.append([])
+        segments[-1].append(index)
+    # A segment without content words (e.g. "who is it") joins its neighbour.
+    merged: list[list[int]] = []
+    for segment in segments:
+        has_content = any(is_content_word(tokens[i].word) for i in segment)
+        previous_has_content = bool(merged) and any(
+            is_content_word(tokens[i].word) for i in merged[-1]
+        )
+        if merged and (not has_content or not previous_has_content):
+            merged[-1].extend(segment)
+        else:
+            merged.append(list(segment))
+    return merged
+
+
+def extract_requirements(query: str) -> tuple[RequirementPattern, ...]:
+    """Split a query into requirements; depends on the normalised query only.
+
+    A relative clause ("... the film that was shot in Leland") becomes its own requirement,
+    its text prefixed with the noun it hangs from so that it reads on its own; a
+    conjunction between content words ("Nolan and Kalathil") splits too. Terms are
+    disjoint across requirements: a term already owned by an earlier one is not repeated.
+    """
+    return _extract_requirements_cached(normalise_text(query))
+
+
+@lru_cache(maxsize=4096)
+def _extract_requirements_cached(normalised: str) -> tuple[RequirementPattern, ...]:
+    tokens = _tokens(normalised)
+    if not tokens:
+        return (RequirementPattern("r1", normalised or "(empty query)", ()),)
+    requirements: list[RequirementPattern] = []
+    owned: set[str] = set()
+    previous_head: str | None = None
+    for segment in _segments(tokens):
+        first, last = tokens[segment[0]], tokens[segment[-1]]
+        text = normalised[first.start : last.end].strip(" ,;:")
+        if first.word in RELATIVE_MARKERS and previous_head and requirements:
+            text = f"{previous_head} {text}"
+        seen_here: list[str] = []
+        weak: set[str] = set()
+        for index in segment:
+            word = tokens[index].word
+            if not is_content_word(word):
+                continue
+            term = stem(word)
+            if term in owned or term in seen_here:
+                continue
+            seen_here.append(term)
+            if word in WEAK_TERMS:
+                weak.add(term)
+        if not seen_here:
+            # Every term is owned already; keep the clause, with its own words, so K stays
+            # a function of the query and the clause can still be looked for.
+            seen_here = list(dict.fromkeys(stem(tokens[i].word) for i in segment))
+        owned.update(seen_here)
+        content_words = [tokens[i].word for i in segment if is_content_word(tokens[i].word)]
+        previous_head = content_words[-1] if content_words else previous_head
+        requirements.append(
+            RequirementPattern(
+                id=f"r{len(requirements) + 1}",
+                text=text,
+                terms=tuple(seen_here),
+                weak_terms=frozenset(weak),
+            )
+        )
+    return tuple(requirements)
+
+
+@dataclass(frozen=True)
+class _PassageTerms:
+    id: str
+    title_terms: frozenset[str]
+    terms: frozenset[str]
+
+
+def _passage_terms(item_id: str, text: str) -> _PassageTerms:
+    title, _, body = text.partition("\n") if "\n" in text else ("", "", text)
+    title_terms = frozenset(content_terms(title))
+    return _PassageTerms(item_id, title_terms, title_terms | frozenset(content_terms(body)))
+
+
+def context_idf(term: str, document_frequency: int, documents: int) -> float:
+    """BM25's IDF within the event's context; a term no passage has weighs the most."""
+    return math.log(1.0 + (documents - document_frequency + 0.5) / (document_frequency + 0.5))
+
+
+class LexicalEvaluator:
+    """Deterministic term-overlap judge: the offline default for demos and tests.
+
+    A passage supports a requirement when the IDF-weighted share of the requirement's
+    terms found in it reaches `support_threshold`; each requirement cites the passages
+    whose share is within `citation_margin` of its best one. A heuristic: see the module
+    docstring for what it cannot do.
+    """
+
+    name = "lexical"
+
+    def __init__(
+        self,
+        *,
+        model: str = LEXICAL_MODEL,
+        prompt_version: str = LEXICAL_PROMPT_VERSION,
+        support_threshold: float = 0.5,
+        citation_margin: float = 0.15,
+        weak_term_weight: float = 0.3,
+    ) -> None:
+        if not 0.0 < support_threshold <= 1.0:
+            raise ValueError(f"support_threshold must be in (0, 1], got {support_threshold}")
+        if not 0.0 <= citation_margin <= 1.0:
+            raise ValueError(f"citation_margin must be in [0, 1], got {citation_margin}")
+        self.model = model
+        self.prompt_version = prompt_version
+        self.support_threshold = support_threshold
+        self.citation_margin = citation_margin
+        self.weak_term_weight = weak_term_weight
+
+    def requirements(self, query: str) -> tuple[RequirementPattern, ...]:
+        return extract_requirements(query)
+
+    def judge(self, event: RetrievalEvent) -> Judgment:
+        """The judgment for one event (synchronous; `evaluate` wraps it)."""
+        patterns = self.requirements(event.task)
+        passages = [_passage_terms(item.id, item.text) for item in event.context]
+        documents = len(passages)
+        requirements = []
+        for pattern in patterns:
+            weights = {}
+            for term in pattern.terms:
+                frequency = sum(1 for passage in passages if term in passage.terms)
+                weight = context_idf(term, frequency, documents)
+                if term in pattern.weak_terms:
+                    weight *= self.weak_term_weight
+                weights[term] = weight
+            total = sum(weights.values())
+            coverage = []
+            for passage in passages:
+                found = sum(w for term, w in weights.items() if term in passage.terms)
+                coverage.append(found / total if total > 0 else 0.0)
+            best = max(coverage, default=0.0)
+            supported_by: tuple[str, ...] = ()
+            if best >= self.support_threshold:
+                floor = max(self.support_threshold, best - self.citation_margin)
+                supported_by = tuple(
+                    passage.id
+                    for passage, share in zip(passages, coverage, strict=True)
+                    if share >= floor
+                )
+            requirements.append(Requirement(pattern.id, pattern.text, supported_by))
+        return Judgment(tuple(requirements))
+
+    async def evaluate(self, events: Sequence[RetrievalEvent]) -> list[EvaluationOutcome]:
+        outcomes = []
+        for event in events:
+            try:
+                judgment = self.judge(event)
+            except Exception as error:  # one odd event must not sink the batch
+                outcomes.append(
+                    EvaluationOutcome(
+                        event.event_id,
+                        "error",
+                        reason=f"lexical_failure: {type(error).__name__}: {error}",
+                    )
+                )
+                continue
+            outcomes.append(EvaluationOutcome(event.event_id, "ok", judgment=judgment))
+        return outcomes

@@ -1,0 +1,364 @@
+"""`seer evaluate EVENTS.jsonl`: ad-hoc scoring of a file of retrieval events.
+
+One event object a line, the shape of a warehouse row (`event_id`, `event_ts`, `task`,
+`context`, `metadata`); `.jsonl.gz` works too. A bad line (not JSON, not a valid event)
+never stops the run: it becomes an `invalid` row whose reason names its line number.
+Events are judged in batches, so memory stays bounded on large files, and `--out` gets
+one flat JSON line per input line, in the input's order. The exit code is non-zero only
+when the input is unusable (missing file, bad option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from tqdm import tqdm
+
+from seer_metrics.agreement import open_text
+from seer_metrics.evaluators import build_evaluator
+from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
+from seer_metrics.events import InvalidEventError, RetrievalEvent, derive_event_id
+from seer_metrics.scoring import score_event
+
+DEFAULT_BATCH_SIZE = 256
+PROGRESS_MIN_LINES = 500  # shorter files finish before a bar would tell anything
+PROBLEMS_SHOWN = 20
+METRICS = ("recall", "precision", "f1", "ndcg")
+
+
+class UsageError(Exception):
+    """Unusable input or option: printed as `error: ...`, exit code 2."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("events", metavar="EVENTS.jsonl", help="events file (.jsonl or .jsonl.gz)")
+    add_evaluator_arguments(parser)
+    parser.add_argument(
+        "--out", metavar="SCORES.jsonl", help="write one JSON line of scores per input line"
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=DEFAULT_BATCH_SIZE,
+        help=f"events judged per batch (default {DEFAULT_BATCH_SIZE})",
+    )
+
+
+def add_evaluator_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--evaluator`, `--model`, `--cache`: shared with `seer calibrate`."""
+    parser.add_argument(
+        "--evaluator",
+        default=os.environ.get("SEER_EVALUATOR") or "lexical",
+        help="lexical (offline heuristic, the default) or openai (env SEER_EVALUATOR)",
+    )
+    parser.add_argument(
+        "--model",
+        default=os.environ.get("SEER_EVALUATOR_MODEL") or None,
+        help="evaluator model (env SEER_EVALUATOR_MODEL)",
+    )
+    parser.add_argument(
+        "--cache",
+        metavar="PATH",
+        help="SQLite file (or SQLAlchemy URL) of stored judgments: repeats make no model call",
+    )
+
+
+def build_command_evaluator(args: argparse.Namespace) -> Evaluator:
+    """The evaluator named on the command line, wrapped in the judgment cache if asked."""
+    try:
+        evaluator = build_evaluator(args.evaluator, model=args.model)
+    except ValueError as error:
+        raise UsageError(f"--evaluator {args.evaluator}: {error}") from None
+    if not args.cache:
+        return evaluator
+    from seer_metrics.cache import CachingEvaluator, JudgmentStore
+
+    try:
+        store = JudgmentStore(args.cache)
+    except Exception as error:
+        raise UsageError(
+            f"--cache {args.cache}: cannot open the judgment store ({error})"
+        ) from None
+    return CachingEvaluator(evaluator, store)
+
+
+@dataclass
+class ScoreSummary:
+    rows: int = 0
+    ok: int = 0
+    invalid: int = 0
+    errors: int = 0
+    model_calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    metric_sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(METRICS, 0.0))
+    metric_counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(METRICS, 0))
+    problems: list[str] = field(default_factory=list)  # the first few, for the console
+
+    def mean(self, metric: str) -> float | None:
+        count = self.metric_counts[metric]
+        return self.metric_sums[metric] / count if count else None
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows += 1
+        status = row["status"]
+        if status == "ok":
+            self.ok += 1
+            for metric in METRICS:
+                if row[metric] is not None:
+                    self.metric_sums[metric] += row[metric]
+                    self.metric_counts[metric] += 1
+        else:
+            if status == "invalid":
+                self.invalid += 1
+            else:
+                self.errors += 1
+            who = f" (event {row['event_id']})" if row["event_id"] is not None else ""
+            if len(self.problems) < PROBLEMS_SHOWN:
+                reason = str(row["reason"]).removeprefix(f"line {row['line']}: ")
+                self.problems.append(f"line {row['line']}{who}: {status}: {reason}")
+        self.model_calls += row.get("model_calls", 0)
+        self.cache_hits += 1 if row.get("cache_hit") else 0
+        self.prompt_tokens += row.get("prompt_tokens", 0)
+        self.completion_tokens += row.get("completion_tokens", 0)
+        self.cost_usd += row.get("cost_usd", 0.0)
+
+    def format(self) -> str:
+        def show(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:.3f}"
+
+        means = "  ".join(f"{metric} {show(self.mean(metric))}" for metric in METRICS)
+        lines = [
+            f"events: {self.rows}  ok: {self.ok}  invalid: {self.invalid}  errors: {self.errors}",
+            f"mean {means}",
+            f"model calls: {self.model_calls}  cache hits: {self.cache_hits}  "
+            f"tokens: {self.prompt_tokens + self.completion_tokens} "
+            f"(prompt {self.prompt_tokens}, completion {self.completion_tokens})  "
+            f"estimated cost: ${self.cost_usd:.4f}",
+        ]
+        return "\n".join(lines)
+
+
+def _empty_row(line: int, event_id: str | None, status: str, reason: str | None) -> dict[str, Any]:
+    return {
+        "line": line,
+        "event_id": event_id,
+        "status": status,
+        "reason": reason,
+        "recall": None,
+        "precision": None,
+        "f1": None,
+        "ndcg": None,
+        "k": None,
+        "n": None,
+        "cited_ids": [],
+        "missing_requirements": [],
+        "hallucinated_citations": 0,
+        "model_calls": 0,
+        "cache_hit": False,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cost_usd": 0.0,
+    }
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else value
+
+
+def scored_row(line: int, event: RetrievalEvent, outcome: EvaluationOutcome) -> dict[str, Any]:
+    """The flat `--out` object for one judged event."""
+    if outcome.status != "ok" or outcome.judgment is None:
+        row = _empty_row(line, event.event_id, "error", outcome.reason or "evaluator_error")
+        row["n"] = event.n
+    else:
+        score = score_event(event, outcome.judgment)
+        row = _empty_row(line, event.event_id, "ok", None)
+        row.update(
+            recall=_finite_or_none(score.recall),
+            precision=_finite_or_none(score.precision),
+            f1=_finite_or_none(score.f1),
+            ndcg=_finite_or_none(score.ndcg),
+            k=score.k,
+            n=score.n,
+            cited_ids=list(score.cited_ids),
+            missing_requirements=list(score.missing_requirements),
+            hallucinated_citations=score.hallucinated_citations,
+        )
+    row.update(
+        model_calls=outcome.model_calls,
+        cache_hit=outcome.cache_hit,
+        prompt_tokens=outcome.usage.prompt_tokens,
+        completion_tokens=outcome.usage.completion_tokens,
+        cost_usd=outcome.usage.cost_usd,
+    )
+    return row
+
+
+def parse_line(line_number: int, text: str) -> RetrievalEvent | dict[str, Any]:
+    """A valid event, or the `invalid` row that says why (naming the line)."""
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as error:
+        reason = f"line {line_number}: not valid JSON ({error.msg} at column {error.colno})"
+        return _empty_row(line_number, None, "invalid", reason)
+    try:
+        return RetrievalEvent.from_record(record)
+    except InvalidEventError as error:
+        return _empty_row(
+            line_number, _raw_event_id(record), "invalid", f"line {line_number}: {error.reason}"
+        )
+
+
+def _raw_event_id(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return None
+    raw = record.get("event_id")
+    if isinstance(raw, str) and raw.strip():
+        return raw.strip()
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return str(raw)
+    if raw is None:
+        return derive_event_id(record)
+    return None
+
+
+def _numbered_lines(handle: TextIO) -> Iterator[tuple[int, str]]:
+    for number, text in enumerate(handle, start=1):
+        if text.strip():
+            yield number, text
+
+
+async def _judge(
+    evaluator: Evaluator, events: list[tuple[int, RetrievalEvent]]
+) -> list[dict[str, Any]]:
+    """Judge one batch; an evaluator that raises turns the batch into error rows."""
+    batch = [event for _, event in events]
+    try:
+        outcomes = await evaluator.evaluate(batch)
+        if len(outcomes) != len(batch):
+            raise RuntimeError(f"returned {len(outcomes)} outcomes for {len(batch)} events")
+    except Exception as error:
+        reason = f"evaluator_failure: {type(error).__name__}: {error}"
+        outcomes = [EvaluationOutcome(e.event_id, "error", reason=reason) for e in batch]
+    return [
+        scored_row(line, event, outcome)
+        for (line, event), outcome in zip(events, outcomes, strict=True)
+    ]
+
+
+async def score_file(
+    path: Path,
+    evaluator: Evaluator,
+    *,
+    out: TextIO | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: tqdm | None = None,
+) -> ScoreSummary:
+    """Score every line of `path`, writing rows to `out` in input order."""
+    summary = ScoreSummary()
+    pending: list[RetrievalEvent | dict[str, Any]] = []
+    pending_lines: list[int] = []
+
+    async def flush() -> None:
+        to_judge = [
+            (line, item)
+            for line, item in zip(pending_lines, pending, strict=True)
+            if isinstance(item, RetrievalEvent)
+        ]
+        judged = iter(await _judge(evaluator, to_judge)) if to_judge else iter(())
+        for item in pending:
+            row = next(judged) if isinstance(item, RetrievalEvent) else item
+            summary.add(row)
+            if out is not None:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if progress is not None:
+            progress.update(len(pending))
+        pending.clear()
+        pending_lines.clear()
+
+    with open_text(path) as handle:
+        for line_number, text in _numbered_lines(handle):
+            pending.append(parse_line(line_number, text))
+            pending_lines.append(line_number)
+            if len(pending) >= batch_size:
+                await flush()
+        if pending:
+            await flush()
+    return summary
+
+
+def _count_lines(path: Path) -> int:
+    with open_text(path) as handle:
+        return sum(1 for text in handle if text.strip())
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def check_input_file(path_text: str, what: str) -> Path:
+    path = Path(path_text)
+    if not path.is_file():
+        raise UsageError(f"{what} {path_text!r}: no such file")
+    try:
+        with open_text(path) as handle:
+            handle.read(1)
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"{what} {path_text!r}: cannot be read ({error})") from None
+    return path
+
+
+def _run(args: argparse.Namespace) -> int:
+    path = check_input_file(args.events, "EVENTS.jsonl")
+    if args.batch_size < 1:
+        raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
+    evaluator = build_command_evaluator(args)
+    out: TextIO | None = None
+    if args.out:
+        try:
+            out = Path(args.out).open("w", encoding="utf-8")  # noqa: SIM115 (closed below)
+        except OSError as error:
+            raise UsageError(f"--out {args.out}: cannot write ({error.strerror})") from None
+    total = _count_lines(path)
+    progress = tqdm(
+        total=total,
+        unit="event",
+        desc="scoring",
+        file=sys.stderr,
+        disable=total < PROGRESS_MIN_LINES,
+    )
+    try:
+        summary = asyncio.run(
+            score_file(path, evaluator, out=out, batch_size=args.batch_size, progress=progress)
+        )
+    finally:
+        progress.close()
+        if out is not None:
+            out.close()
+    for problem in summary.problems:
+        print(problem, file=sys.stderr)
+    hidden = summary.invalid + summary.errors - len(summary.problems)
+    if hidden > 0:
+        where = f" (all are in {args.out})" if args.out else " (use --out to see all)"
+        print(f"... and {hidden} more invalid or failed lines{where}", file=sys.stderr)
+    print(f"{path}: evaluator {evaluator.name} (model {evaluator.model})")
+    print(summary.format())
+    if args.out:
+        print(f"scores written to {args.out}")
+    return 0
