@@ -1,0 +1,457 @@
+"""Alert rules on crafted slice rows: firing, not firing, minimum sample, baselines, config."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from seer_metrics.rules import (
+    DEFAULT_RULES,
+    RulesConfigError,
+    evaluate_rules,
+    failing,
+    load_rules_config,
+    parse_rules_config,
+    pool_groups,
+    wilson_interval,
+)
+from seer_metrics.slices import SLICE_COLUMNS, slice_metrics
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def slice_row(day: str, label: str, n: int = 100, **values: float) -> dict:
+    """A healthy slice row; keyword arguments override single columns."""
+    key, _, value = label.partition("=")
+    row: dict = {column: 0 for column in SLICE_COLUMNS}
+    row.update(
+        partition_date=day,
+        slice=label,
+        slice_key=key if value else "all",
+        slice_value=value or "all",
+        events=n,
+        evaluated=n,
+        mean_recall=0.95,
+        mean_precision=0.7,
+        mean_f1=0.8,
+        mean_ndcg=0.9,
+        std_recall=0.1,
+        std_precision=0.15,
+        std_f1=0.1,
+        std_ndcg=0.1,
+        count_recall=n,
+        count_precision=n,
+        count_f1=n,
+        count_ndcg=n,
+        share_recall_below_1=0.1,
+        share_precision_below_bloat=0.05,
+        p10_recall=0.8,
+        p10_precision=0.5,
+        mean_k=2.0,
+    )
+    row.update(values)
+    return row
+
+
+def frame(*rows: dict) -> pd.DataFrame:
+    return pd.DataFrame(list(rows), columns=list(SLICE_COLUMNS))
+
+
+def history(label: str, days: list[str], **values: float) -> pd.DataFrame:
+    return frame(*(slice_row(day, label, **values) for day in days))
+
+
+WEEK = [f"2026-11-{d:02d}" for d in range(22, 29)]  # the 7 days before 2026-11-29
+DAY = "2026-11-29"
+
+
+def outcome(outcomes, rule: str, label: str):
+    matches = [o for o in outcomes if o.rule == rule and o.slice == label]
+    assert len(matches) == 1, [(o.rule, o.slice) for o in outcomes]
+    return matches[0]
+
+
+# ---------------------------------------------------------------------------- thresholds
+
+
+def test_recall_high_priority_fires_on_any_event_below_full_recall() -> None:
+    today = frame(slice_row(DAY, "env=prod", n=40, share_recall_below_1=1 / 40))
+    result = outcome(evaluate_rules(DEFAULT_RULES, today), "recall_high_priority", "env=prod")
+    assert result.status == "fail"
+    assert result.severity == "ERROR"
+    assert result.high_priority
+    assert "1 of 40 events" in result.message
+
+
+def test_recall_high_priority_passes_at_full_recall_and_skips_other_slices() -> None:
+    today = frame(
+        slice_row(DAY, "env=prod", share_recall_below_1=0.0, mean_recall=1.0),
+        slice_row(DAY, "env=staging", share_recall_below_1=0.5),
+    )
+    outcomes = evaluate_rules(DEFAULT_RULES, today)
+    assert outcome(outcomes, "recall_high_priority", "env=prod").status == "pass"
+    assert not [o for o in outcomes if o.rule == "recall_high_priority" and o.slice != "env=prod"]
+    # env=prod is high priority, so the lenient rule does not apply to it
+    assert not [o for o in outcomes if o.rule == "recall_other_slices" and o.slice == "env=prod"]
+
+
+@pytest.mark.parametrize(("mean_recall", "status"), [(0.84, "fail"), (0.85, "pass"), (0.9, "pass")])
+def test_recall_other_slices_threshold(mean_recall: float, status: str) -> None:
+    today = frame(slice_row(DAY, "env=staging", mean_recall=mean_recall))
+    result = outcome(evaluate_rules(DEFAULT_RULES, today), "recall_other_slices", "env=staging")
+    assert result.status == status
+    assert result.severity == "WARN"
+    assert result.observed == pytest.approx(mean_recall)
+
+
+@pytest.mark.parametrize(("share", "status"), [(0.26, "fail"), (0.25, "pass"), (0.1, "pass")])
+def test_precision_tail(share: float, status: str) -> None:
+    today = frame(slice_row(DAY, "all", share_precision_below_bloat=share))
+    result = outcome(evaluate_rules(DEFAULT_RULES, today), "precision_tail", "all")
+    assert result.status == status
+    assert result.severity == "WARN"
+
+
+def test_minimum_sample_gives_not_enough_data_never_pass_or_fail() -> None:
+    today = frame(
+        slice_row(DAY, "env=prod", n=29, share_recall_below_1=0.5),
+        slice_row(DAY, "tenant=tiny", n=5, mean_recall=0.1, share_precision_below_bloat=0.9),
+    )
+    outcomes = evaluate_rules(DEFAULT_RULES, today, history("tenant=tiny", WEEK, n=5))
+    assert outcome(outcomes, "recall_high_priority", "env=prod").status == "not_enough_data"
+    tiny = [o for o in outcomes if o.slice == "tenant=tiny"]
+    assert {o.status for o in tiny} == {"not_enough_data"}
+    assert {o.rule for o in tiny} == {
+        "recall_other_slices",
+        "precision_tail",
+        "f1_drop",
+        "ndcg_drop",
+    }
+    assert not failing(outcomes)
+    assert "fewer than the minimum sample of 30" in tiny[0].message
+
+
+def test_minimum_sample_counts_defined_values_not_rows() -> None:
+    # 100 events but only 20 with a defined nDCG (no ranks): not enough data for nDCG
+    today = frame(slice_row(DAY, "all", count_ndcg=20, mean_ndcg=0.1))
+    outcomes = evaluate_rules(DEFAULT_RULES, today, history("all", WEEK))
+    assert outcome(outcomes, "ndcg_drop", "all").status == "not_enough_data"
+
+
+# ---------------------------------------------------------------------------- drops
+
+
+def test_f1_drop_fires_against_trailing_week() -> None:
+    today = frame(slice_row(DAY, "feature_flag=v2", mean_f1=0.55))
+    past = history("feature_flag=v2", WEEK, mean_f1=0.8)
+    result = outcome(evaluate_rules(DEFAULT_RULES, today, past), "f1_drop", "feature_flag=v2")
+    assert result.status == "fail"
+    assert result.severity == "ERROR"
+    assert result.baseline == pytest.approx(0.8)
+    assert result.delta == pytest.approx(0.25)
+    assert result.baseline_sample_size == 700
+    assert result.baseline_label == "the trailing 7 days"
+    assert "fell by 0.250" in result.message
+
+
+def test_f1_drop_below_threshold_passes() -> None:
+    today = frame(slice_row(DAY, "all", mean_f1=0.65))
+    result = outcome(
+        evaluate_rules(DEFAULT_RULES, today, history("all", WEEK, mean_f1=0.8)), "f1_drop", "all"
+    )
+    assert result.status == "pass"
+    assert result.delta == pytest.approx(0.15)
+
+
+def test_drop_within_noise_is_not_alerted() -> None:
+    # a 0.12 nDCG drop over 30 very spread events is within noise
+    today = frame(slice_row(DAY, "all", n=30, mean_ndcg=0.78, std_ndcg=0.45))
+    past = history("all", WEEK, n=30, mean_ndcg=0.9, std_ndcg=0.45)
+    result = outcome(evaluate_rules(DEFAULT_RULES, today, past), "ndcg_drop", "all")
+    assert result.delta == pytest.approx(0.12)
+    assert result.noise > 0.12
+    assert result.status == "pass"
+    assert "within the noise" in result.message
+    # the same drop on a tight metric fires
+    tight = frame(slice_row(DAY, "all", n=30, mean_ndcg=0.78, std_ndcg=0.05))
+    past_tight = history("all", WEEK, n=30, mean_ndcg=0.9, std_ndcg=0.05)
+    fired = outcome(evaluate_rules(DEFAULT_RULES, tight, past_tight), "ndcg_drop", "all")
+    assert fired.status == "fail"
+    assert fired.severity == "WARN"
+
+
+def test_day_to_day_wobble_of_the_baseline_raises_the_noise() -> None:
+    steady = history("all", WEEK, mean_ndcg=0.9, std_ndcg=0.05)
+    wobbly = frame(
+        *(
+            slice_row(day, "all", mean_ndcg=0.9 + (0.12 if i % 2 else -0.12), std_ndcg=0.05)
+            for i, day in enumerate(WEEK)
+        )
+    )
+    today = frame(slice_row(DAY, "all", mean_ndcg=0.78, std_ndcg=0.05))
+    steady_result = outcome(evaluate_rules(DEFAULT_RULES, today, steady), "ndcg_drop", "all")
+    wobbly_result = outcome(evaluate_rules(DEFAULT_RULES, today, wobbly), "ndcg_drop", "all")
+    assert steady_result.status == "fail"
+    assert wobbly_result.noise > steady_result.noise
+    assert wobbly_result.status == "pass"
+
+
+def test_drop_ignores_days_outside_the_trailing_window_and_the_day_itself() -> None:
+    old = history("all", ["2026-11-01", "2026-11-02"], mean_f1=0.2)
+    recent = history("all", WEEK, mean_f1=0.8)
+    same_day = history("all", [DAY], mean_f1=0.1)
+    today = frame(slice_row(DAY, "all", mean_f1=0.55))
+    result = outcome(
+        evaluate_rules(DEFAULT_RULES, today, pd.concat([old, recent, same_day])), "f1_drop", "all"
+    )
+    assert result.baseline == pytest.approx(0.8)
+    assert result.baseline_sample_size == 700
+
+
+def test_no_history_gives_no_baseline() -> None:
+    today = frame(slice_row(DAY, "all", mean_f1=0.1))
+    result = outcome(evaluate_rules(DEFAULT_RULES, today), "f1_drop", "all")
+    assert result.status == "no_baseline"
+    assert not result.failed
+
+
+def test_release_over_release_baseline() -> None:
+    config = parse_rules_config(
+        {
+            "rules": [
+                {
+                    "name": "f1_release_drop",
+                    "kind": "drop",
+                    "statistic": "mean_f1",
+                    "threshold": 0.2,
+                    "severity": "ERROR",
+                    "slices": ["feature_flag=retrieval-v2"],
+                    "baseline": {"slice": "feature_flag=retrieval-v1"},
+                }
+            ]
+        }
+    )
+    today = frame(
+        slice_row(DAY, "feature_flag=retrieval-v1", mean_f1=0.82),
+        slice_row(DAY, "feature_flag=retrieval-v2", mean_f1=0.5),
+    )
+    # a healthy history of v2 would hide nothing: the baseline is v1 on the same day
+    outcomes = evaluate_rules(config, today, history("feature_flag=retrieval-v2", WEEK))
+    assert len(outcomes) == 1
+    result = outcomes[0]
+    assert result.slice == "feature_flag=retrieval-v2"
+    assert result.status == "fail"
+    assert result.baseline == pytest.approx(0.82)
+    assert result.baseline_label == "feature_flag=retrieval-v1 on the same day"
+    healthy = frame(
+        slice_row(DAY, "feature_flag=retrieval-v1", mean_f1=0.82),
+        slice_row(DAY, "feature_flag=retrieval-v2", mean_f1=0.8),
+    )
+    assert evaluate_rules(config, healthy)[0].status == "pass"
+    missing = frame(slice_row(DAY, "feature_flag=retrieval-v2", mean_f1=0.5))
+    assert evaluate_rules(config, missing)[0].status == "no_baseline"
+
+
+# ---------------------------------------------------------------------------- scoping
+
+
+def test_overrides_scope_threshold_severity_and_muting_per_slice() -> None:
+    config = parse_rules_config(
+        {
+            "high_priority_slices": ["env=prod", "tenant=bank-*"],
+            "rules": [
+                {
+                    "name": "recall_floor",
+                    "kind": "threshold",
+                    "statistic": "mean_recall",
+                    "threshold": 0.85,
+                    "severity": "WARN",
+                    "slices": ["tenant=*"],
+                    "overrides": [
+                        {"slices": ["tenant=bank-*"], "threshold": 0.95, "severity": "error"},
+                        {"slices": ["tenant=sandbox"], "enabled": False},
+                    ],
+                }
+            ],
+        }
+    )
+    today = frame(
+        slice_row(DAY, "all", mean_recall=0.5),
+        slice_row(DAY, "tenant=bank-eu", mean_recall=0.9),
+        slice_row(DAY, "tenant=acme", mean_recall=0.9),
+        slice_row(DAY, "tenant=sandbox", mean_recall=0.1),
+    )
+    outcomes = {o.slice: o for o in evaluate_rules(config, today)}
+    assert set(outcomes) == {"tenant=bank-eu", "tenant=acme"}
+    assert outcomes["tenant=bank-eu"].status == "fail"
+    assert outcomes["tenant=bank-eu"].severity == "ERROR"
+    assert outcomes["tenant=bank-eu"].threshold == 0.95
+    assert outcomes["tenant=bank-eu"].high_priority
+    assert outcomes["tenant=acme"].status == "pass"
+
+
+def test_failing_orders_errors_and_high_priority_first() -> None:
+    today = frame(
+        slice_row(DAY, "env=prod", share_recall_below_1=0.2),
+        slice_row(DAY, "env=dev", mean_recall=0.5),
+        slice_row(DAY, "all", share_precision_below_bloat=0.5),
+    )
+    ordered = failing(evaluate_rules(DEFAULT_RULES, today))
+    assert [(o.rule, o.slice) for o in ordered] == [
+        ("recall_high_priority", "env=prod"),
+        ("precision_tail", "all"),
+        ("recall_other_slices", "env=dev"),
+    ]
+
+
+def test_rules_work_on_the_real_slice_table() -> None:
+    rows = []
+    for day, recall in ((DAY, 0.5), ("2026-11-28", 1.0)):
+        for i in range(40):
+            rows.append(
+                {
+                    "partition_date": day,
+                    "status": "ok",
+                    "recall": recall if i % 2 else 1.0,
+                    "precision": 0.8,
+                    "f1": 0.9,
+                    "ndcg": 1.0,
+                    "k": 2,
+                    "metadata": {"env": "prod"},
+                }
+            )
+    table = slice_metrics(pd.DataFrame(rows))
+    today = table[table["partition_date"] == DAY]
+    past = table[table["partition_date"] != DAY]
+    outcomes = evaluate_rules(DEFAULT_RULES, today, past)
+    fired = outcome(outcomes, "recall_high_priority", "env=prod")
+    assert fired.status == "fail"
+    assert fired.observed == pytest.approx(0.5)
+    assert outcome(outcomes, "recall_other_slices", "all").status == "fail"
+
+
+# ---------------------------------------------------------------------------- statistics
+
+
+def test_pool_groups_equals_pooling_the_raw_values() -> None:
+    groups = [[0.1, 0.5, 0.9], [0.4, 0.6], [1.0, 0.0, 0.5, 0.5]]
+    flat = pd.Series([v for g in groups for v in g])
+    pooled = pool_groups(
+        [pd.Series(g).mean() for g in groups],
+        [pd.Series(g).std(ddof=1) for g in groups],
+        [len(g) for g in groups],
+    )
+    assert pooled.mean == pytest.approx(flat.mean())
+    assert pooled.std == pytest.approx(flat.std(ddof=1))
+    assert pooled.count == len(flat)
+    assert pooled.days == 3
+
+
+def test_wilson_interval_brackets_the_share() -> None:
+    low, high = wilson_interval(0.3, 30, 0.95)
+    assert 0 < low < 0.3 < high < 1
+    assert wilson_interval(0.0, 30, 0.95)[0] == 0.0
+
+
+def test_threshold_rule_with_confidence_needs_a_clear_breach() -> None:
+    config = parse_rules_config(
+        {
+            "rules": [
+                {
+                    "name": "bloat",
+                    "kind": "threshold",
+                    "statistic": "share_precision_below_bloat",
+                    "comparison": "above",
+                    "threshold": 0.25,
+                    "severity": "WARN",
+                    "confidence": 0.95,
+                }
+            ]
+        }
+    )
+    borderline = frame(slice_row(DAY, "all", n=30, share_precision_below_bloat=0.3))
+    clear = frame(slice_row(DAY, "all", n=30, share_precision_below_bloat=0.6))
+    assert evaluate_rules(config, borderline)[0].status == "pass"
+    assert evaluate_rules(config, clear)[0].status == "fail"
+
+
+# ---------------------------------------------------------------------------- config
+
+
+def test_shipped_rules_file_is_the_builtin_default() -> None:
+    assert load_rules_config(REPO_ROOT / "seer_rules.yaml") == DEFAULT_RULES
+
+
+def test_rules_file_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "rules.yaml"
+    path.write_text("minimum_sample: 50\nhigh_priority_slices: []\n")
+    monkeypatch.setenv("SEER_RULES_FILE", str(path))
+    config = load_rules_config()
+    assert config.minimum_sample == 50
+    assert config.high_priority_slices == ()
+    assert config.rules == DEFAULT_RULES.rules
+    monkeypatch.setenv("SEER_RULES_FILE", str(tmp_path / "missing.yaml"))
+    with pytest.raises(RulesConfigError, match="does not exist"):
+        load_rules_config()
+
+
+def test_no_rules_file_gives_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SEER_RULES_FILE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert load_rules_config() == DEFAULT_RULES
+
+
+GOOD_RULE = {
+    "name": "r",
+    "kind": "threshold",
+    "statistic": "mean_recall",
+    "threshold": 0.8,
+    "severity": "WARN",
+}
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"rulez": []}, r"unknown key\(s\) \['rulez'\]"),
+        ({"minimum_sample": 0}, "minimum_sample: expected an integer >= 1"),
+        ({"rules": [{**GOOD_RULE, "threshold": "high"}]}, r"rules\[0\] \(r\)\.threshold"),
+        ({"rules": [{**GOOD_RULE, "severity": "PANIC"}]}, r"\.severity: expected one of"),
+        ({"rules": [{**GOOD_RULE, "statistic": "mean_vibes"}]}, r"\.statistic"),
+        ({"rules": [{**GOOD_RULE, "name": "has space"}]}, r"rules\[0\]\.name"),
+        ({"rules": [{**GOOD_RULE, "slices": ["prod"]}]}, "must be 'all', '\\*' or 'key=value'"),
+        ({"rules": [{**GOOD_RULE, "baseline": {"trailing_days": 3}}]}, "only for drop rules"),
+        (
+            {"rules": [{**GOOD_RULE, "kind": "drop", "statistic": "share_recall_below_1"}]},
+            r"\.statistic: expected one of \['mean_recall'",
+        ),
+        (
+            {"rules": [{**GOOD_RULE, "overrides": [{"slices": ["env=dev"], "treshold": 1}]}]},
+            r"overrides\[0\]: unknown key\(s\) \['treshold'\]",
+        ),
+        ({"rules": [GOOD_RULE, GOOD_RULE]}, r"duplicate rule name\(s\) \['r'\]"),
+        ({"rules": [{k: v for k, v in GOOD_RULE.items() if k != "kind"}]}, r"\.kind: required"),
+    ],
+)
+def test_config_errors_name_the_bad_key(raw: dict, message: str) -> None:
+    with pytest.raises(RulesConfigError, match=message):
+        parse_rules_config(raw)
+
+
+def test_invalid_yaml_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "rules.yaml"
+    path.write_text("rules: [\n")
+    with pytest.raises(RulesConfigError, match="not valid YAML"):
+        load_rules_config(path)
+
+
+def test_outcome_serialises_to_plain_json_values() -> None:
+    today = frame(slice_row(DAY, "env=prod", share_recall_below_1=0.5))
+    result = outcome(evaluate_rules(DEFAULT_RULES, today), "recall_high_priority", "env=prod")
+    data = result.to_dict()
+    assert data["rule"] == "recall_high_priority"
+    assert data["partition_date"] == DAY
+    assert not any(isinstance(v, float) and math.isnan(v) for v in data.values())
