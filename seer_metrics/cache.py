@@ -1,4 +1,4 @@
-"""Content-addressed keys for cached requirement lists and judgments.
+"""Content-addressed keys, and the stores behind them, for requirement lists and judgments.
 
 K must depend on the query only: the requirement key covers the normalised query, the
 evaluator model and the prompt version, nothing else. A judgment key adds the context
@@ -9,10 +9,38 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    Engine,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    exc,
+    func,
+    insert,
+    select,
+)
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
 from seer_metrics.events import RetrievalEvent
+from seer_metrics.judgment import Judgment, Requirement
+
+logger = logging.getLogger(__name__)
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -34,3 +62,246 @@ def requirements_key(query: str, model: str, prompt_version: str) -> str:
 def judgment_key(event: RetrievalEvent, model: str, prompt_version: str) -> str:
     context = [[item.id, item.text] for item in event.context]
     return _digest(["judgment", normalise_text(event.task), context, model, prompt_version])
+
+
+# --- Stores -------------------------------------------------------------------------------
+
+DEFAULT_CACHE_PATH = Path(".seer") / "judgments.sqlite"
+
+_metadata = MetaData()
+
+requirement_cache_table = Table(
+    "seer_requirement_cache",
+    _metadata,
+    Column("key", String(64), primary_key=True),
+    Column("query", Text, nullable=False),
+    Column("model", String(200), nullable=False),
+    Column("prompt_version", String(100), nullable=False),
+    Column("requirements", JSON, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+judgment_cache_table = Table(
+    "seer_judgment_cache",
+    _metadata,
+    Column("key", String(64), primary_key=True),
+    Column("event_id", Text, nullable=False),
+    Column("model", String(200), nullable=False),
+    Column("prompt_version", String(100), nullable=False),
+    Column("judgment", JSON, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+# Keys per IN (...) clause: far below every backend's bound-parameter limit.
+_KEY_BATCH = 500
+
+
+@dataclass(frozen=True)
+class RequirementsRecord:
+    """A phase-1 requirement list, stored once per (normalised query, model, prompt)."""
+
+    key: str
+    query: str
+    model: str
+    prompt_version: str
+    requirements: tuple[Requirement, ...]
+
+
+@dataclass(frozen=True)
+class JudgmentRecord:
+    """A finished judgment of one event, stored under its content hash."""
+
+    key: str
+    event_id: str
+    model: str
+    prompt_version: str
+    judgment: Judgment
+
+
+class JudgmentStore:
+    """SQLAlchemy-backed cache of requirement lists and judgments.
+
+    Takes an engine, a SQLAlchemy URL, or a file path (a SQLite file; the default is
+    `.seer/judgments.sqlite`). Creates its two tables when missing. Every `put_*` call
+    commits before returning, so a crashed run keeps everything stored up to then; a key
+    already present is left as it is (first writer wins), which keeps concurrent writers
+    from different processes safe.
+    """
+
+    def __init__(self, engine_or_url: Engine | str | Path | None = None) -> None:
+        self.engine = _as_engine(DEFAULT_CACHE_PATH if engine_or_url is None else engine_or_url)
+        try:
+            _metadata.create_all(self.engine, checkfirst=True)
+        except exc.SQLAlchemyError:
+            # Another process may have created the tables between the check and the
+            # CREATE; a second pass sees them. A real problem raises again here.
+            _metadata.create_all(self.engine, checkfirst=True)
+
+    def get_requirements(self, keys: Iterable[str]) -> dict[str, tuple[Requirement, ...]]:
+        """Stored requirement lists for those keys that have one."""
+        rows = self._select(requirement_cache_table, "requirements", keys)
+        return {
+            key: tuple(Requirement(str(item["id"]), str(item["text"])) for item in value)
+            for key, value in rows.items()
+        }
+
+    def put_requirements(self, records: Iterable[RequirementsRecord]) -> int:
+        """Store requirement lists; returns how many rows were offered."""
+        now = datetime.now(UTC)
+        rows = [
+            {
+                "key": record.key,
+                "query": record.query,
+                "model": record.model,
+                "prompt_version": record.prompt_version,
+                "requirements": [{"id": r.id, "text": r.text} for r in record.requirements],
+                "created_at": now,
+            }
+            for record in records
+        ]
+        return self._insert_missing(requirement_cache_table, rows)
+
+    def get_judgments(self, keys: Iterable[str]) -> dict[str, Judgment]:
+        """Stored judgments for those keys that have one."""
+        rows = self._select(judgment_cache_table, "judgment", keys)
+        return {key: Judgment.from_dict(value) for key, value in rows.items()}
+
+    def put_judgments(self, records: Iterable[JudgmentRecord]) -> int:
+        """Store judgments; returns how many rows were offered."""
+        now = datetime.now(UTC)
+        rows = [
+            {
+                "key": record.key,
+                "event_id": record.event_id,
+                "model": record.model,
+                "prompt_version": record.prompt_version,
+                "judgment": record.judgment.to_dict(),
+                "created_at": now,
+            }
+            for record in records
+        ]
+        return self._insert_missing(judgment_cache_table, rows)
+
+    def count(self) -> dict[str, int]:
+        """Rows per table, for summaries."""
+        with self.engine.connect() as connection:
+            return {
+                table.name: int(
+                    connection.execute(select(func.count()).select_from(table)).scalar_one()
+                )
+                for table in (requirement_cache_table, judgment_cache_table)
+            }
+
+    def _select(self, table: Table, column: str, keys: Iterable[str]) -> dict[str, Any]:
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, Any] = {}
+        if not wanted:
+            return found
+        with self.engine.connect() as connection:
+            for start in range(0, len(wanted), _KEY_BATCH):
+                batch = wanted[start : start + _KEY_BATCH]
+                statement = select(table.c.key, table.c[column]).where(table.c.key.in_(batch))
+                for key, value in connection.execute(statement):
+                    found[key] = json.loads(value) if isinstance(value, str) else value
+        return found
+
+    def _insert_missing(self, table: Table, rows: list[dict[str, Any]]) -> int:
+        unique = list({row["key"]: row for row in rows}.values())
+        if not unique:
+            return 0
+        dialect = self.engine.dialect.name
+        with self.engine.begin() as connection:
+            for start in range(0, len(unique), _KEY_BATCH):
+                batch = unique[start : start + _KEY_BATCH]
+                if dialect == "sqlite":
+                    statement = sqlite_insert(table).on_conflict_do_nothing(index_elements=["key"])
+                    connection.execute(statement, batch)
+                elif dialect == "postgresql":
+                    statement = postgresql_insert(table).on_conflict_do_nothing(
+                        index_elements=["key"]
+                    )
+                    connection.execute(statement, batch)
+                else:
+                    existing = set(
+                        connection.execute(
+                            select(table.c.key).where(table.c.key.in_([r["key"] for r in batch]))
+                        ).scalars()
+                    )
+                    missing = [row for row in batch if row["key"] not in existing]
+                    if missing:
+                        connection.execute(insert(table), missing)
+        return len(unique)
+
+
+def _as_engine(engine_or_url: Engine | str | Path) -> Engine:
+    if isinstance(engine_or_url, Engine):
+        return engine_or_url
+    text = str(engine_or_url)
+    if "://" in text:
+        return create_engine(text)
+    path = Path(text).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return create_engine(f"sqlite:///{path}")
+
+
+class CachingEvaluator:
+    """Wraps an evaluator: stored judgments are re-used, only misses reach the model.
+
+    Events that repeat within one batch are judged once. Every ok judgment of a miss is
+    stored (and committed) before `evaluate` returns, so a crashed run that is started
+    again re-judges nothing it already paid for. Errors are never stored: they are retried
+    on the next run.
+    """
+
+    def __init__(self, inner: Evaluator, store: JudgmentStore) -> None:
+        self.inner = inner
+        self.store = store
+        self.name = inner.name
+        self.model = inner.model
+        self.prompt_version = inner.prompt_version
+
+    async def evaluate(self, events: Sequence[RetrievalEvent]) -> list[EvaluationOutcome]:
+        keys = [judgment_key(event, self.model, self.prompt_version) for event in events]
+        stored = self.store.get_judgments(keys)
+        first_miss: dict[str, int] = {}
+        for index, key in enumerate(keys):
+            if key not in stored and key not in first_miss:
+                first_miss[key] = index
+        miss_events = [events[index] for index in first_miss.values()]
+        fresh = await self.inner.evaluate(miss_events) if miss_events else []
+        if len(fresh) != len(miss_events):
+            raise RuntimeError(
+                f"evaluator {self.name!r} returned {len(fresh)} outcomes "
+                f"for {len(miss_events)} events"
+            )
+        fresh_by_key = dict(zip(first_miss, fresh, strict=True))
+        to_store = [
+            JudgmentRecord(key, outcome.event_id, self.model, self.prompt_version, outcome.judgment)
+            for key, outcome in fresh_by_key.items()
+            if outcome.status == "ok" and outcome.judgment is not None
+        ]
+        if to_store:
+            try:
+                self.store.put_judgments(to_store)
+            except exc.SQLAlchemyError:
+                # The judgments are still valid and returned; only re-use is lost.
+                logger.exception("could not store %d judgments in the cache", len(to_store))
+        outcomes: list[EvaluationOutcome] = []
+        for index, (event, key) in enumerate(zip(events, keys, strict=True)):
+            if key in stored:
+                outcomes.append(_cache_hit(event, stored[key]))
+            elif first_miss[key] == index:
+                outcomes.append(fresh_by_key[key])
+            else:
+                repeated = fresh_by_key[key]
+                if repeated.status == "ok" and repeated.judgment is not None:
+                    outcomes.append(_cache_hit(event, repeated.judgment))
+                else:
+                    outcomes.append(replace(repeated, event_id=event.event_id, model_calls=0))
+        return outcomes
+
+
+def _cache_hit(event: RetrievalEvent, judgment: Judgment) -> EvaluationOutcome:
+    return EvaluationOutcome(
+        event_id=event.event_id, status="ok", judgment=judgment, model_calls=0, cache_hit=True
+    )

@@ -1,0 +1,689 @@
+"""The LLM judge: two phases over any OpenAI-compatible endpoint (SPEC section 2).
+
+Phase 1 asks once per distinct normalised query for the requirement list (memoised in
+the process, de-duplicated while in flight, and kept in the optional store so K stays the
+same across days and processes). Phase 2 asks once per event which passages support which
+requirement, with a quote for each citation. So an event costs at most two calls whatever
+its number of passages, and one when its query was seen before.
+
+Every reply is validated (pydantic); a bad one gets one repair attempt and then becomes an
+error outcome with a reason code, never a NaN and never a silent skip. The SDK's own
+retries are off: this module retries transport errors, 429s and 5xx itself, honouring
+`Retry-After`, and paces its requests under the configured requests- and tokens-per-minute
+so a large partition does not set off a storm of 429s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+
+import openai
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from seer_metrics.cache import (
+    JudgmentStore,
+    RequirementsRecord,
+    normalise_text,
+    requirements_key,
+)
+from seer_metrics.evaluators import prompts
+from seer_metrics.evaluators.base import EvaluationOutcome, TokenUsage
+from seer_metrics.events import RetrievalEvent
+from seer_metrics.judgment import Judgment, Requirement
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "gpt-4o-mini"
+
+# USD per one million (input, output) tokens, from the providers' public price lists.
+# Override or extend through `LLMSettings(prices=...)`; a model missing here costs 0.0
+# (with a warning), e.g. a local vLLM or Ollama model.
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+}
+
+# Failure reason codes (the part before ":" in `EvaluationOutcome.reason`).
+INVALID_JSON = "invalid_json"
+SCHEMA_MISMATCH = "schema_mismatch"
+TIMEOUT = "timeout"
+RATE_LIMITED = "rate_limited"
+REFUSED = "refused"
+TRUNCATED = "truncated"
+API_ERROR = "api_error"
+INTERNAL_ERROR = "internal_error"
+
+# Expected completion size used in the token estimate before a call; the real usage
+# corrects the limiter afterwards.
+_EXPECTED_COMPLETION_TOKENS = 256
+_CHARACTERS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """Everything the LLM judge can be told. `api_key`/`base_url` default as the SDK does.
+
+    `requests_per_minute` / `tokens_per_minute` are the endpoint's limits (None: no client
+    pacing); the client paces itself `rate_limit_headroom` below them. `max_retries` is
+    the number of retries after a transport error, 429 or 5xx (each call, not each event).
+    """
+
+    model: str = DEFAULT_MODEL
+    temperature: float = 0.0
+    timeout_seconds: float = 60.0
+    max_concurrency: int = 16
+    requests_per_minute: float | None = 500.0
+    tokens_per_minute: float | None = 200_000.0
+    max_retries: int = 4
+    max_completion_tokens: int = 1500
+    backoff_initial_seconds: float = 1.0
+    backoff_max_seconds: float = 60.0
+    rate_limit_headroom: float = 0.02
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.model or not self.model.strip():
+            raise ValueError("LLM setting 'model' must be a non-empty model name")
+        positive = {
+            "timeout_seconds": self.timeout_seconds,
+            "max_concurrency": self.max_concurrency,
+            "max_completion_tokens": self.max_completion_tokens,
+            "requests_per_minute": self.requests_per_minute,
+            "tokens_per_minute": self.tokens_per_minute,
+        }
+        for name, value in positive.items():
+            if value is not None and not (isinstance(value, int | float) and value > 0):
+                raise ValueError(f"LLM setting {name!r} must be a positive number, got {value!r}")
+        non_negative = {
+            "temperature": self.temperature,
+            "max_retries": self.max_retries,
+            "backoff_initial_seconds": self.backoff_initial_seconds,
+            "backoff_max_seconds": self.backoff_max_seconds,
+        }
+        for name, value in non_negative.items():
+            if not (isinstance(value, int | float) and value >= 0):
+                raise ValueError(f"LLM setting {name!r} must be >= 0, got {value!r}")
+        if not 0 <= self.rate_limit_headroom < 1:
+            raise ValueError(
+                f"LLM setting 'rate_limit_headroom' must be in [0, 1), "
+                f"got {self.rate_limit_headroom!r}"
+            )
+        for model, price in self.prices.items():
+            if len(price) != 2 or any(p < 0 for p in price):
+                raise ValueError(
+                    f"LLM price of {model!r} must be (input_per_1M, output_per_1M) >= 0, "
+                    f"got {price!r}"
+                )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LLMSettings:
+        """Settings from `SEER_EVALUATOR_MODEL` and `SEER_LLM_*` variables, then overrides."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        if environ.get("SEER_EVALUATOR_MODEL"):
+            values["model"] = environ["SEER_EVALUATOR_MODEL"]
+        numeric = {
+            "SEER_LLM_TIMEOUT_SECONDS": ("timeout_seconds", float),
+            "SEER_LLM_MAX_CONCURRENCY": ("max_concurrency", int),
+            "SEER_LLM_REQUESTS_PER_MINUTE": ("requests_per_minute", float),
+            "SEER_LLM_TOKENS_PER_MINUTE": ("tokens_per_minute", float),
+            "SEER_LLM_MAX_RETRIES": ("max_retries", int),
+        }
+        for variable, (name, kind) in numeric.items():
+            raw = environ.get(variable)
+            if raw is None or not raw.strip():
+                continue
+            try:
+                values[name] = kind(raw)
+            except ValueError:
+                raise ValueError(
+                    f"environment variable {variable} must be a {kind.__name__}, got {raw!r}"
+                ) from None
+        known = {f.name for f in fields(cls)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise ValueError(f"unknown LLM settings: {', '.join(sorted(unknown))}")
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return cls(**values)
+
+    def price_for(self, model: str) -> tuple[float, float] | None:
+        """Exact model name, else the longest listed prefix (dated snapshots)."""
+        if model in self.prices:
+            return self.prices[model]
+        prefixes = [name for name in self.prices if model.startswith(name)]
+        return self.prices[max(prefixes, key=len)] if prefixes else None
+
+    def usage(self, prompt_tokens: int, completion_tokens: int) -> TokenUsage:
+        price = self.price_for(self.model)
+        cost = 0.0
+        if price is not None:
+            cost = (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
+        return TokenUsage(prompt_tokens, completion_tokens, cost)
+
+
+class RateLimiter:
+    """Paces call starts under requests- and tokens-per-minute budgets.
+
+    Generic cell rate algorithm without burst: each call reserves the next free slot, so
+    calls are spread evenly and no rolling minute ever sees more than the budget (a burst
+    at the start of a run is exactly what makes servers answer 429). Reservations are
+    synchronous, so the limiter needs no lock and works from any event loop.
+    """
+
+    def __init__(
+        self,
+        requests_per_minute: float | None,
+        tokens_per_minute: float | None,
+        headroom: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        factor = 1.0 - headroom
+        self._request_interval = 60.0 / (requests_per_minute * factor) if requests_per_minute else 0
+        self._token_interval = 60.0 / (tokens_per_minute * factor) if tokens_per_minute else 0
+        self._clock = clock
+        self._next_request = 0.0
+        self._next_tokens = 0.0
+
+    def reserve(self, estimated_tokens: int) -> float:
+        """Reserve a slot for one call; returns the seconds to wait before sending it."""
+        now = self._clock()
+        start = max(now, self._next_request, self._next_tokens)
+        self._next_request = start + self._request_interval
+        self._next_tokens = max(self._next_tokens, now) + estimated_tokens * self._token_interval
+        return start - now
+
+    def settle(self, estimated_tokens: int, actual_tokens: int) -> None:
+        """Correct the token budget once the real usage of a call is known."""
+        self._next_tokens += (actual_tokens - estimated_tokens) * self._token_interval
+
+    def pause(self, seconds: float) -> None:
+        """Hold every new call for `seconds` (the server said Retry-After)."""
+        resume = self._clock() + seconds
+        self._next_request = max(self._next_request, resume)
+
+
+class _StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _RequirementItem(_StrictModel):
+    id: str
+    text: str
+
+
+class RequirementsAnswer(_StrictModel):
+    """Phase-1 reply (`seer_requirements`)."""
+
+    requirements: list[_RequirementItem]
+
+
+class _Evidence(_StrictModel):
+    passage: str
+    quote: str
+
+
+class _SupportItem(_StrictModel):
+    id: str
+    supported_by: list[str]
+    evidence: list[_Evidence]
+
+
+class SupportAnswer(_StrictModel):
+    """Phase-2 reply (`seer_support`)."""
+
+    requirements: list[_SupportItem]
+
+
+AnswerT = TypeVar("AnswerT", bound=BaseModel)
+
+
+class CallFailedError(Exception):
+    """A call that could not produce a usable answer; `code` is the reason code."""
+
+    def __init__(self, code: str, detail: str, usage: TokenUsage, calls: int) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+        self.usage = usage
+        self.calls = calls
+
+    @property
+    def reason(self) -> str:
+        return f"{self.code}: {self.detail}"
+
+
+@dataclass
+class _CallResult:
+    answer: Any
+    usage: TokenUsage
+    calls: int
+
+
+@dataclass
+class _Phase1:
+    """The requirement list of one query, shared by every event asking that query."""
+
+    requirements: tuple[Requirement, ...] | None = None
+    error: CallFailedError | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    calls: int = 0
+    claimed: bool = False
+
+    def claim(self) -> tuple[TokenUsage, int]:
+        """The first event to read the result carries the phase-1 cost; the rest carry 0."""
+        if self.claimed:
+            return TokenUsage(), 0
+        self.claimed = True
+        return self.usage, self.calls
+
+
+@dataclass
+class _LoopState:
+    """Things bound to one event loop: the HTTP client, the semaphore, in-flight phase 1."""
+
+    loop: asyncio.AbstractEventLoop
+    client: openai.AsyncOpenAI
+    semaphore: asyncio.Semaphore
+    in_flight: dict[str, asyncio.Future[_Phase1]] = field(default_factory=dict)
+
+
+class LLMEvaluator:
+    """Two-phase judge on `openai.AsyncOpenAI` (OpenAI, Azure OpenAI, vLLM, Ollama, ...)."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        settings: LLMSettings | None = None,
+        *,
+        requirement_store: JudgmentStore | None = None,
+    ) -> None:
+        self.settings = settings or LLMSettings()
+        self.model = self.settings.model
+        self.prompt_version = prompts.PROMPT_VERSION
+        self._store = requirement_store
+        if not (self.settings.api_key or os.environ.get("OPENAI_API_KEY")):
+            raise ValueError(
+                "the openai evaluator needs an API key: set OPENAI_API_KEY (for a local "
+                "endpoint such as vLLM or Ollama any non-empty value works)"
+            )
+        if self.settings.price_for(self.model) is None:
+            logger.warning(
+                "no price listed for model %r: its cost is recorded as 0.0 "
+                "(add it to LLMSettings.prices)",
+                self.model,
+            )
+        self._limiter = RateLimiter(
+            self.settings.requests_per_minute,
+            self.settings.tokens_per_minute,
+            self.settings.rate_limit_headroom,
+        )
+        self._requirements: dict[str, tuple[Requirement, ...]] = {}
+        self._loop_state: _LoopState | None = None
+
+    async def evaluate(self, events: Sequence[RetrievalEvent]) -> list[EvaluationOutcome]:
+        """One outcome per event, in order; one event's failure never raises."""
+        state = self._state()
+        keys = [requirements_key(event.task, self.model, self.prompt_version) for event in events]
+        self._load_stored_requirements(keys)
+        return list(
+            await asyncio.gather(
+                *(
+                    self._evaluate_event(event, key, state)
+                    for event, key in zip(events, keys, strict=True)
+                )
+            )
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client of the current event loop."""
+        if self._loop_state is not None:
+            await self._loop_state.client.close()
+            self._loop_state = None
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        if self._loop_state is None or self._loop_state.loop is not loop:
+            client = openai.AsyncOpenAI(
+                api_key=self.settings.api_key,
+                base_url=self.settings.base_url,
+                timeout=self.settings.timeout_seconds,
+                max_retries=0,
+            )
+            self._loop_state = _LoopState(
+                loop, client, asyncio.Semaphore(self.settings.max_concurrency)
+            )
+        return self._loop_state
+
+    def _load_stored_requirements(self, keys: Sequence[str]) -> None:
+        if self._store is None:
+            return
+        missing = [key for key in dict.fromkeys(keys) if key not in self._requirements]
+        if not missing:
+            return
+        try:
+            self._requirements.update(self._store.get_requirements(missing))
+        except Exception:
+            logger.exception("could not read stored requirement lists; asking the model")
+
+    async def _evaluate_event(
+        self, event: RetrievalEvent, key: str, state: _LoopState
+    ) -> EvaluationOutcome:
+        usage = TokenUsage()
+        calls = 0
+        try:
+            phase1 = await self._phase1(event.task, key, state)
+            phase1_usage, phase1_calls = phase1.claim()
+            usage += phase1_usage
+            calls += phase1_calls
+            if phase1.error is not None:
+                return self._error(event, phase1.error.reason, usage, calls)
+            requirements = phase1.requirements or ()
+            if not requirements or not event.context:
+                # Nothing to check: K = 0 or N = 0 makes phase 2 pointless.
+                return EvaluationOutcome(
+                    event.event_id, "ok", Judgment(requirements), None, usage, calls
+                )
+            result = await self._ask(
+                prompts.support_messages(
+                    event.task,
+                    [(r.id, r.text) for r in requirements],
+                    [(item.id, item.text) for item in event.context],
+                ),
+                prompts.SUPPORT_SCHEMA_NAME,
+                prompts.SUPPORT_SCHEMA,
+                SupportAnswer,
+                state,
+            )
+        except CallFailedError as failure:
+            return self._error(event, failure.reason, usage + failure.usage, calls + failure.calls)
+        except Exception as error:  # one event's bug must not sink the batch
+            logger.exception("evaluating event %s failed", event.event_id)
+            return self._error(
+                event, f"{INTERNAL_ERROR}: {type(error).__name__}: {error}", usage, calls
+            )
+        judgment = build_judgment(event, requirements, result.answer)
+        return EvaluationOutcome(
+            event.event_id, "ok", judgment, None, usage + result.usage, calls + result.calls
+        )
+
+    def _error(
+        self, event: RetrievalEvent, reason: str, usage: TokenUsage, calls: int
+    ) -> EvaluationOutcome:
+        return EvaluationOutcome(event.event_id, "error", None, reason, usage, calls)
+
+    async def _phase1(self, query: str, key: str, state: _LoopState) -> _Phase1:
+        known = self._requirements.get(key)
+        if known is not None:
+            return _Phase1(requirements=known, claimed=True)
+        pending = state.in_flight.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(self._ask_requirements(query, key, state))
+            state.in_flight[key] = pending
+            pending.add_done_callback(lambda _: state.in_flight.pop(key, None))
+        return await asyncio.shield(pending)
+
+    async def _ask_requirements(self, query: str, key: str, state: _LoopState) -> _Phase1:
+        try:
+            result = await self._ask(
+                prompts.requirements_messages(query),
+                prompts.REQUIREMENTS_SCHEMA_NAME,
+                prompts.REQUIREMENTS_SCHEMA,
+                RequirementsAnswer,
+                state,
+                check=_check_requirements,
+            )
+        except CallFailedError as failure:
+            return _Phase1(error=failure, usage=failure.usage, calls=failure.calls)
+        # Ids are re-numbered by position so they are stable and unique whatever the model
+        # wrote; the texts are the model's.
+        requirements = tuple(
+            Requirement(f"r{index}", item.text.strip())
+            for index, item in enumerate(result.answer.requirements, start=1)
+        )
+        self._requirements[key] = requirements
+        if self._store is not None:
+            try:
+                self._store.put_requirements(
+                    [RequirementsRecord(key, query, self.model, self.prompt_version, requirements)]
+                )
+            except Exception:
+                logger.exception("could not store the requirement list of a query")
+        return _Phase1(requirements=requirements, usage=result.usage, calls=result.calls)
+
+    async def _ask(
+        self,
+        messages: list[dict[str, str]],
+        schema_name: str,
+        schema: dict[str, Any],
+        answer_type: type[AnswerT],
+        state: _LoopState,
+        check: Callable[[AnswerT], None] | None = None,
+    ) -> _CallResult:
+        """One structured question, with one repair attempt for a reply that does not fit."""
+        usage = TokenUsage()
+        calls = 0
+        conversation = messages
+        code, detail = INVALID_JSON, ""
+        for attempt in range(2):
+            try:
+                completion, call_usage, call_count = await self._complete(
+                    conversation, schema_name, schema, state
+                )
+            except CallFailedError as failure:
+                raise CallFailedError(
+                    failure.code, failure.detail, usage + failure.usage, calls + failure.calls
+                ) from None
+            usage += call_usage
+            calls += call_count
+            choice = completion.choices[0] if completion.choices else None
+            if choice is None:
+                code, detail = SCHEMA_MISMATCH, "the reply has no choices"
+                raise CallFailedError(code, detail, usage, calls)
+            message = choice.message
+            if getattr(message, "refusal", None) or choice.finish_reason == "content_filter":
+                refusal = getattr(message, "refusal", None) or "content filter"
+                raise CallFailedError(REFUSED, _shorten(str(refusal)), usage, calls)
+            if choice.finish_reason == "length":
+                raise CallFailedError(
+                    TRUNCATED,
+                    f"the reply hit max_completion_tokens={self.settings.max_completion_tokens}",
+                    usage,
+                    calls,
+                )
+            content = message.content or ""
+            try:
+                answer = answer_type.model_validate(json.loads(content))
+                if check is not None:
+                    check(answer)
+                return _CallResult(answer, usage, calls)
+            except json.JSONDecodeError as error:
+                code, detail = INVALID_JSON, f"{error.msg} at position {error.pos}"
+            except ValidationError as error:
+                code, detail = SCHEMA_MISMATCH, _describe_validation_error(error)
+            except ValueError as error:
+                code, detail = SCHEMA_MISMATCH, str(error)
+            if attempt == 0:
+                conversation = prompts.repair_messages(
+                    messages, content, f"{code}: {detail}", schema_name
+                )
+        raise CallFailedError(code, f"{detail} (after one repair attempt)", usage, calls)
+
+    async def _complete(
+        self,
+        messages: list[dict[str, str]],
+        schema_name: str,
+        schema: dict[str, Any],
+        state: _LoopState,
+    ) -> tuple[Any, TokenUsage, int]:
+        """One chat completion with retries; returns it with its usage and request count."""
+        settings = self.settings
+        estimated = estimate_tokens(messages)
+        calls = 0
+        code, detail = API_ERROR, ""
+        for attempt in range(settings.max_retries + 1):
+            wait: float | None = None
+            async with state.semaphore:
+                delay = self._limiter.reserve(estimated)
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                calls += 1
+                try:
+                    completion = await state.client.chat.completions.create(
+                        model=settings.model,
+                        messages=messages,  # type: ignore[arg-type]
+                        temperature=settings.temperature,
+                        max_completion_tokens=settings.max_completion_tokens,
+                        response_format=prompts.response_format(schema_name, schema),  # type: ignore[arg-type]
+                    )
+                except openai.RateLimitError as error:
+                    code, detail = RATE_LIMITED, "HTTP 429 from the endpoint"
+                    wait = retry_after_seconds(error.response.headers)
+                    if wait is not None:
+                        self._limiter.pause(wait)
+                except openai.APITimeoutError:
+                    code = TIMEOUT
+                    detail = f"no reply within {settings.timeout_seconds:g} s"
+                except openai.APIConnectionError as error:
+                    code, detail = API_ERROR, f"connection failed: {error}"
+                except openai.APIStatusError as error:
+                    code, detail = API_ERROR, f"HTTP {error.status_code}: {_shorten(str(error))}"
+                    if error.status_code < 500 and error.status_code not in (408, 409):
+                        raise CallFailedError(code, detail, TokenUsage(), calls) from None
+                    wait = retry_after_seconds(error.response.headers)
+                else:
+                    usage = _usage_of(completion, estimated)
+                    self._limiter.settle(estimated, usage.total_tokens)
+                    return (
+                        completion,
+                        settings.usage(usage.prompt_tokens, usage.completion_tokens),
+                        calls,
+                    )
+            if attempt == settings.max_retries:
+                break
+            if wait is None:
+                wait = min(
+                    settings.backoff_max_seconds,
+                    settings.backoff_initial_seconds * 2**attempt,
+                ) * random.uniform(0.5, 1.0)
+            await asyncio.sleep(wait)
+        raise CallFailedError(
+            code,
+            f"{detail} (after {calls} attempt{'s' if calls != 1 else ''})",
+            TokenUsage(),
+            calls,
+        )
+
+
+def build_judgment(
+    event: RetrievalEvent, requirements: Sequence[Requirement], answer: SupportAnswer
+) -> Judgment:
+    """Turn a phase-2 answer into a judgment the event can trust.
+
+    Unknown requirement ids are ignored and missing ones stay unsupported. A cited passage
+    that the context lacks is dropped and counted as hallucinated; a cited passage of the
+    context counts only when one of its quotes is found in its text (after whitespace and
+    case normalisation), else it is dropped and counted as unverified.
+    """
+    texts = {item.id: normalise_text(item.text) for item in event.context}
+    by_requirement: dict[str, list[_SupportItem]] = {}
+    for item in answer.requirements:
+        by_requirement.setdefault(prompts.unescape_untrusted(item.id), []).append(item)
+    unverified = 0
+    result: list[Requirement] = []
+    for requirement in requirements:
+        cited: list[str] = []
+        quotes: dict[str, list[str]] = {}
+        for item in by_requirement.get(requirement.id, []):
+            cited.extend(prompts.unescape_untrusted(pid) for pid in item.supported_by)
+            for evidence in item.evidence:
+                passage = prompts.unescape_untrusted(evidence.passage)
+                quotes.setdefault(passage, []).append(evidence.quote)
+        kept: list[str] = []
+        for passage_id in dict.fromkeys(cited):
+            if passage_id not in texts:
+                kept.append(passage_id)  # dropped and counted by `restricted_to`
+            elif any(
+                _quote_found(quote, texts[passage_id]) for quote in quotes.get(passage_id, [])
+            ):
+                kept.append(passage_id)
+            else:
+                unverified += 1
+        result.append(Requirement(requirement.id, requirement.text, tuple(kept)))
+    judgment = Judgment(tuple(result), unverified_citations=unverified)
+    return judgment.restricted_to(texts)
+
+
+def _quote_found(quote: str, normalised_passage: str) -> bool:
+    candidates = {normalise_text(quote), normalise_text(prompts.unescape_untrusted(quote))}
+    return any(candidate and candidate in normalised_passage for candidate in candidates)
+
+
+def _check_requirements(answer: RequirementsAnswer) -> None:
+    for index, item in enumerate(answer.requirements, start=1):
+        if not item.text.strip():
+            raise ValueError(f"requirements[{index - 1}].text is empty")
+
+
+def estimate_tokens(messages: Sequence[Mapping[str, str]]) -> int:
+    """Rough prompt size (4 characters a token) plus an expected completion."""
+    characters = sum(len(message.get("content") or "") for message in messages)
+    return math.ceil(characters / _CHARACTERS_PER_TOKEN) + _EXPECTED_COMPLETION_TOKENS
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Seconds from `retry-after-ms`, or `Retry-After` (seconds or an HTTP date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _usage_of(completion: Any, estimated: int) -> TokenUsage:
+    usage = getattr(completion, "usage", None)
+    if usage is None:
+        # Some compatible servers send no usage: fall back to the estimate.
+        return TokenUsage(estimated - _EXPECTED_COMPLETION_TOKENS, _EXPECTED_COMPLETION_TOKENS)
+    return TokenUsage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
+
+
+def _describe_validation_error(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors()[:3]:
+        location = ".".join(str(part) for part in item["loc"]) or "(root)"
+        problems.append(f"{location}: {item['msg']}")
+    return "; ".join(problems)
+
+
+def _shorten(text: str, limit: int = 200) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,455 @@
+"""A fake OpenAI-compatible judge: a real HTTP server on 127.0.0.1 for tests and benchmarks.
+
+It speaks `POST /v1/chat/completions` for both phases of Seer's judge (`seer_requirements`
+and `seer_support`), reading the request the way a model would see it (the query, the
+requirement list, the `<passage id="...">` blocks) and answering from a scripted oracle.
+Failures are injected per request: latency, 429 with `Retry-After`, 500, hangs, invalid
+JSON, a wrong shape, truncated output, refusals, unknown passage or requirement ids,
+quotes that are not in the passage; and it can enforce a requests-per-minute limit the way
+a real endpoint does (429 beyond it). Every request is recorded.
+
+    with FakeJudgeServer(GoldOracle({...}), latency_seconds=0.01) as server:
+        evaluator = LLMEvaluator(LLMSettings(base_url=server.base_url, api_key="test"))
+"""
+
+from __future__ import annotations
+
+import collections
+import html
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol
+
+from seer_metrics.cache import normalise_text
+
+REQUIREMENTS_SCHEMA_NAME = "seer_requirements"
+SUPPORT_SCHEMA_NAME = "seer_support"
+
+FAULTS = frozenset(
+    {
+        "rate_limit",  # 429 with Retry-After
+        "server_error",  # 500
+        "hang",  # no answer for `hang_seconds` (the client times out)
+        "invalid_json",  # content that is not JSON
+        "schema_mismatch",  # valid JSON of the wrong shape
+        "truncated",  # half the content, finish_reason "length"
+        "refusal",  # message.refusal set, no content
+        "unknown_ids",  # cites a passage id the request does not contain
+        "bad_quotes",  # quotes that are not in the cited passage
+        "unknown_requirement",  # adds a requirement id that was not asked about
+        "missing_requirement",  # leaves the last requirement out
+    }
+)
+
+_QUERY = re.compile(r"<query>\n(.*?)\n</query>", re.DOTALL)
+_REQUIREMENTS = re.compile(r"<requirements>\n(.*?)\n</requirements>", re.DOTALL)
+_PASSAGE = re.compile(r'<passage id="([^"]*)">\n(.*?)\n</passage>', re.DOTALL)
+
+
+class JudgeOracle(Protocol):
+    """What the fake model knows: the requirements of a query and which passages hold them."""
+
+    def requirements(self, query: str) -> list[str]:
+        """Requirement texts of a query, in order."""
+        ...
+
+    def support(
+        self,
+        query: str,
+        requirements: Sequence[tuple[str, str]],
+        passages: Sequence[tuple[str, str]],
+    ) -> dict[str, list[tuple[str, str]]]:
+        """For each requirement id, the (passage id, verbatim quote) pairs that support it."""
+        ...
+
+
+@dataclass(frozen=True)
+class GoldRequirement:
+    """A requirement and the text that states it: a passage holding `evidence` supports it."""
+
+    text: str
+    evidence: str
+
+
+class GoldOracle:
+    """Answers from gold labels: per query, requirements with the evidence text of each.
+
+    A passage supports a requirement when its text contains the evidence (after whitespace
+    and case normalisation), and the quote is that evidence as it appears in the passage.
+    A query without labels gets one requirement (the query itself) that nothing supports.
+    """
+
+    def __init__(self, gold: Mapping[str, Sequence[GoldRequirement]]) -> None:
+        self._gold = {normalise_text(query): list(reqs) for query, reqs in gold.items()}
+
+    def requirements(self, query: str) -> list[str]:
+        gold = self._gold.get(normalise_text(query))
+        if gold is None:
+            return [query]
+        return [requirement.text for requirement in gold]
+
+    def support(
+        self,
+        query: str,
+        requirements: Sequence[tuple[str, str]],
+        passages: Sequence[tuple[str, str]],
+    ) -> dict[str, list[tuple[str, str]]]:
+        evidence = {
+            normalise_text(r.text): r.evidence for r in self._gold.get(normalise_text(query), [])
+        }
+        answer: dict[str, list[tuple[str, str]]] = {}
+        for requirement_id, text in requirements:
+            snippet = evidence.get(normalise_text(text))
+            answer[requirement_id] = []
+            if not snippet:
+                continue
+            for passage_id, passage_text in passages:
+                if normalise_text(snippet) in normalise_text(passage_text):
+                    answer[requirement_id].append((passage_id, snippet))
+        return answer
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server saw it, and what it answered."""
+
+    time: float
+    schema: str | None
+    status: int
+    fault: str | None
+    repair: bool
+    body: dict[str, Any]
+
+
+@dataclass
+class _Injection:
+    fault: str
+    schema: str | None
+    remaining: int | None
+
+
+@dataclass
+class _Parsed:
+    schema: str | None
+    query: str
+    requirements: list[tuple[str, str]] = field(default_factory=list)
+    passages: list[tuple[str, str]] = field(default_factory=list)
+    repair: bool = False
+
+
+class FakeJudgeServer:
+    """The fake endpoint; a context manager that runs it on a free port of 127.0.0.1."""
+
+    def __init__(
+        self,
+        oracle: JudgeOracle | None = None,
+        *,
+        latency_seconds: float = 0.0,
+        requests_per_minute: int | None = None,
+        rate_window_seconds: float = 60.0,
+        retry_after_seconds: float = 0.2,
+        hang_seconds: float = 5.0,
+        record_bodies: bool = True,
+    ) -> None:
+        self.oracle: JudgeOracle = oracle or GoldOracle({})
+        self.latency_seconds = latency_seconds
+        self.requests_per_minute = requests_per_minute
+        self.rate_window_seconds = rate_window_seconds
+        self.retry_after_seconds = retry_after_seconds
+        self.hang_seconds = hang_seconds
+        self.record_bodies = record_bodies
+        self.requests: list[RecordedRequest] = []
+        self._injections: list[_Injection] = []
+        self._accepted: collections.deque[float] = collections.deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> FakeJudgeServer:
+        handler = type("FakeJudgeHandler", (_Handler,), {"judge": self})
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        httpd.daemon_threads = True
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeJudgeServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("the fake judge server is not running")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    # --- scripting and inspection ------------------------------------------------------------
+
+    def inject(self, fault: str, *, schema: str | None = None, times: int | None = 1) -> None:
+        """Apply `fault` to the next `times` requests (None: all) of `schema` (None: any)."""
+        if fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; known: {', '.join(sorted(FAULTS))}")
+        with self._lock:
+            self._injections.append(_Injection(fault, schema, times))
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._injections.clear()
+
+    def count(self, *, schema: str | None = None, status: int | None = None) -> int:
+        """Requests seen, optionally only of one schema and/or one HTTP status."""
+        with self._lock:
+            return sum(
+                1
+                for r in self.requests
+                if (schema is None or r.schema == schema) and (status is None or r.status == status)
+            )
+
+    def reset_records(self) -> None:
+        with self._lock:
+            self.requests.clear()
+
+    # --- request handling (server threads) ------------------------------------------------------
+
+    def _take_fault(self, schema: str | None) -> str | None:
+        with self._lock:
+            for injection in self._injections:
+                if injection.remaining == 0:
+                    continue
+                if injection.schema is not None and injection.schema != schema:
+                    continue
+                if injection.remaining is not None:
+                    injection.remaining -= 1
+                return injection.fault
+        return None
+
+    def _admit(self) -> float | None:
+        """None when the request is within the RPM limit, else the seconds to wait."""
+        if self.requests_per_minute is None:
+            return None
+        now = time.monotonic()
+        with self._lock:
+            while self._accepted and self._accepted[0] <= now - self.rate_window_seconds:
+                self._accepted.popleft()
+            if len(self._accepted) >= self.requests_per_minute:
+                return self._accepted[0] + self.rate_window_seconds - now
+            self._accepted.append(now)
+            return None
+
+    def _record(
+        self, parsed: _Parsed | None, status: int, fault: str | None, body: dict[str, Any]
+    ) -> None:
+        with self._lock:
+            self.requests.append(
+                RecordedRequest(
+                    time=time.monotonic(),
+                    schema=parsed.schema if parsed else None,
+                    status=status,
+                    fault=fault,
+                    repair=parsed.repair if parsed else False,
+                    body=body if self.record_bodies else {},
+                )
+            )
+
+    def handle(self, body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any]]:
+        """Answer one chat-completions request: (status, extra headers, JSON body)."""
+        try:
+            parsed = _parse_request(body)
+        except (KeyError, TypeError, ValueError, IndexError) as error:
+            self._record(None, 400, None, body)
+            return 400, {}, _error_body(f"bad request: {error}", "invalid_request_error")
+        wait = self._admit()
+        if wait is not None:
+            self._record(parsed, 429, "rpm_limit", body)
+            return (
+                429,
+                {"Retry-After": f"{max(wait, 0.01):.3f}"},
+                _error_body("Rate limit reached for requests per minute", "requests"),
+            )
+        fault = self._take_fault(parsed.schema)
+        if fault == "rate_limit":
+            self._record(parsed, 429, fault, body)
+            return (
+                429,
+                {"Retry-After": f"{self.retry_after_seconds:g}"},
+                _error_body("Rate limit reached", "requests"),
+            )
+        if fault == "server_error":
+            self._record(parsed, 500, fault, body)
+            return 500, {}, _error_body("The server had an error", "server_error")
+        if fault == "hang":
+            self._stopping.wait(self.hang_seconds)
+        if self.latency_seconds > 0:
+            self._stopping.wait(self.latency_seconds)
+        answer = self._answer(parsed, fault)
+        content: str | None = json.dumps(answer, ensure_ascii=False)
+        finish_reason = "stop"
+        refusal = None
+        if fault == "invalid_json":
+            content = '{"requirements": [{"id": "r1", '
+        elif fault == "schema_mismatch":
+            content = json.dumps({"requirement_list": answer["requirements"]})
+        elif fault == "truncated":
+            content = (content or "")[: max(1, len(content or "") // 2)]
+            finish_reason = "length"
+        elif fault == "refusal":
+            content = None
+            refusal = "I'm sorry, I can't help with that."
+        self._record(parsed, 200, fault, body)
+        return 200, {}, _completion_body(body, content, refusal, finish_reason)
+
+    def _answer(self, parsed: _Parsed, fault: str | None) -> dict[str, Any]:
+        if parsed.schema == REQUIREMENTS_SCHEMA_NAME:
+            texts = self.oracle.requirements(parsed.query)
+            return {
+                "requirements": [
+                    {"id": f"r{index}", "text": text} for index, text in enumerate(texts, start=1)
+                ]
+            }
+        support = self.oracle.support(parsed.query, parsed.requirements, parsed.passages)
+        items = []
+        for requirement_id, _ in parsed.requirements:
+            citations = support.get(requirement_id, [])
+            evidence = [{"passage": pid, "quote": quote} for pid, quote in citations]
+            if fault == "bad_quotes":
+                evidence = [
+                    {"passage": pid, "quote": "a sentence that no passage contains"}
+                    for pid, _ in citations
+                ]
+            supported_by = list(dict.fromkeys(pid for pid, _ in citations))
+            if fault == "unknown_ids":
+                supported_by.append("no-such-passage")
+                evidence.append({"passage": "no-such-passage", "quote": "made up"})
+            items.append({"id": requirement_id, "supported_by": supported_by, "evidence": evidence})
+        if fault == "missing_requirement" and items:
+            items.pop()
+        if fault == "unknown_requirement":
+            first_passage = parsed.passages[0][0] if parsed.passages else "1"
+            items.append(
+                {
+                    "id": "r999",
+                    "supported_by": [first_passage],
+                    "evidence": [{"passage": first_passage, "quote": "anything"}],
+                }
+            )
+        return {"requirements": items}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    judge: FakeJudgeServer
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send(404, {}, _error_body(f"no route {self.path}", "invalid_request_error"))
+            return
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError:
+            self._send(400, {}, _error_body("body is not JSON", "invalid_request_error"))
+            return
+        status, headers, payload = self.judge.handle(body)
+        self._send(status, headers, payload)
+
+    def _send(self, status: int, headers: Mapping[str, str], payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            # The client gave up (timeout); nothing left to answer.
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: tests and benchmarks read the records instead."""
+
+
+def _parse_request(body: dict[str, Any]) -> _Parsed:
+    schema = body["response_format"]["json_schema"]["name"]
+    messages = body["messages"]
+    user_messages = [m["content"] for m in messages if m.get("role") == "user"]
+    first_user = user_messages[0]
+    repair = len(messages) > 2
+    if schema == REQUIREMENTS_SCHEMA_NAME:
+        return _Parsed(schema, first_user, repair=repair)
+    if schema != SUPPORT_SCHEMA_NAME:
+        raise ValueError(f"unknown response_format schema {schema!r}")
+    query_match = _QUERY.search(first_user)
+    requirements_match = _REQUIREMENTS.search(first_user)
+    if query_match is None or requirements_match is None:
+        raise ValueError("support request without <query> or <requirements>")
+    requirements = [
+        (str(item["id"]), str(item["text"]))
+        for item in json.loads(html.unescape(requirements_match.group(1)))
+    ]
+    passages = [
+        (html.unescape(pid), html.unescape(text)) for pid, text in _PASSAGE.findall(first_user)
+    ]
+    return _Parsed(schema, html.unescape(query_match.group(1)), requirements, passages, repair)
+
+
+def parse_support_passages(user_content: str) -> list[tuple[str, str]]:
+    """The (id, text) passages a model would read in a phase-2 user message."""
+    return [
+        (html.unescape(pid), html.unescape(text)) for pid, text in _PASSAGE.findall(user_content)
+    ]
+
+
+def _completion_body(
+    request: dict[str, Any], content: str | None, refusal: str | None, finish_reason: str
+) -> dict[str, Any]:
+    prompt_characters = sum(len(str(m.get("content") or "")) for m in request.get("messages", []))
+    prompt_tokens = max(1, prompt_characters // 4)
+    completion_tokens = max(1, len(content or refusal or "") // 4)
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model", "fake-judge"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": refusal},
+                "finish_reason": finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def _error_body(message: str, kind: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
