@@ -6,18 +6,29 @@ Commands, Dagster resources and benchmarks all build evaluators through
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator, TokenUsage
 
+if TYPE_CHECKING:
+    from seer_metrics.cache import JudgmentStore
+
 # Kinds `build_evaluator` understands, in the order shown to users.
-EVALUATOR_KINDS: tuple[str, ...] = ("lexical",)
+EVALUATOR_KINDS: tuple[str, ...] = ("lexical", "openai")
 
 
-def build_evaluator(kind: str, *, model: str | None = None, **settings: Any) -> Evaluator:
+def build_evaluator(
+    kind: str,
+    *,
+    model: str | None = None,
+    store: JudgmentStore | None = None,
+    **settings: Any,
+) -> Evaluator:
     """Build the evaluator named by `kind`; `model` overrides its default model.
 
-    Raises `ValueError` naming the kind or setting at fault.
+    `store` keeps the LLM judge's phase-1 requirement lists (so K is stable across runs);
+    wrap the result in `CachingEvaluator` to re-use whole judgments. Raises `ValueError`
+    naming the kind or setting at fault.
     """
     normalised = kind.strip().lower() if isinstance(kind, str) else kind
     if normalised == "lexical":
@@ -29,6 +40,11 @@ def build_evaluator(kind: str, *, model: str | None = None, **settings: Any) -> 
             return LexicalEvaluator(**settings)
         except TypeError as error:
             raise ValueError(f"evaluator 'lexical': bad setting ({error})") from None
+    if normalised == "openai":
+        from seer_metrics.evaluators.llm import LLMEvaluator, LLMSettings
+
+        llm_settings = LLMSettings.from_env(model=model, **settings)
+        return LLMEvaluator(llm_settings, requirement_store=store)
     raise ValueError(f"unknown evaluator {kind!r}: choose one of {', '.join(EVALUATOR_KINDS)}")
 
 

@@ -74,20 +74,23 @@ def add_evaluator_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_command_evaluator(args: argparse.Namespace) -> Evaluator:
     """The evaluator named on the command line, wrapped in the judgment cache if asked."""
-    try:
-        evaluator = build_evaluator(args.evaluator, model=args.model)
-    except ValueError as error:
-        raise UsageError(f"--evaluator {args.evaluator}: {error}") from None
-    if not args.cache:
-        return evaluator
     from seer_metrics.cache import CachingEvaluator, JudgmentStore
 
+    store = None
+    if args.cache:
+        try:
+            store = JudgmentStore(args.cache)
+        except Exception as error:
+            raise UsageError(
+                f"--cache {args.cache}: cannot open the judgment store ({error})"
+            ) from None
     try:
-        store = JudgmentStore(args.cache)
-    except Exception as error:
-        raise UsageError(
-            f"--cache {args.cache}: cannot open the judgment store ({error})"
-        ) from None
+        # The store also keeps the LLM judge's requirement lists, so K is stable across runs.
+        evaluator = build_evaluator(args.evaluator, model=args.model, store=store)
+    except ValueError as error:
+        raise UsageError(f"--evaluator {args.evaluator}: {error}") from None
+    if store is None:
+        return evaluator
     return CachingEvaluator(evaluator, store)
 
 
