@@ -1,0 +1,240 @@
+"""A fake Slack Web API on 127.0.0.1 for tests and the demo (never used by product code).
+
+Serves `chat.postMessage` and `auth.test` the way the real API answers them, records every
+request, and can be told to fail: `ratelimited` (HTTP 429 with `Retry-After`), a 500, or
+`invalid_auth`. Point the real `slack_sdk.WebClient` at it with `base_url=fake.base_url`.
+
+    with FakeSlack() as slack:
+        WebClient(token="xoxb-test", base_url=slack.base_url).chat_postMessage(...)
+        assert slack.messages[0]["channel"] == "#alerts"
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlparse
+
+Failure = Literal["ratelimited", "server_error", "invalid_auth"]
+FAILURES: tuple[str, ...] = ("ratelimited", "server_error", "invalid_auth")
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the fake saw it (the token is kept so tests can assert on it)."""
+
+    method: str
+    token: str | None
+    body: dict[str, Any]
+    answered: int
+    accepted: bool
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class FakeSlack:
+    """Context manager running the fake API in a background thread; see the module doc."""
+
+    def __init__(
+        self,
+        valid_tokens: tuple[str, ...] | None = None,
+        retry_after_seconds: int = 1,
+        team: str = "Seer Test",
+    ) -> None:
+        self.valid_tokens = valid_tokens
+        self.retry_after_seconds = retry_after_seconds
+        self.team = team
+        self.requests: list[RecordedRequest] = []
+        self._queued_failures: deque[Failure] = deque()
+        self._outage: Failure | None = None
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._next_ts = 0
+
+    # -- control ----------------------------------------------------------------------
+
+    def fail_next(self, failure: Failure, times: int = 1) -> None:
+        """Answer the next `times` API calls with `failure`, then recover."""
+        if failure not in FAILURES:
+            raise ValueError(f"failure must be one of {FAILURES}, got {failure!r}")
+        with self._lock:
+            self._queued_failures.extend([failure] * times)
+
+    def start_outage(self, failure: Failure) -> None:
+        """Answer every call with `failure` until `end_outage()`."""
+        if failure not in FAILURES:
+            raise ValueError(f"failure must be one of {FAILURES}, got {failure!r}")
+        with self._lock:
+            self._outage = failure
+
+    def end_outage(self) -> None:
+        with self._lock:
+            self._outage = None
+            self._queued_failures.clear()
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """Bodies of the `chat.postMessage` calls that were accepted, in order."""
+        with self._lock:
+            return [r.body for r in self.requests if r.method == "chat.postMessage" and r.accepted]
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("FakeSlack is not running; use it as a context manager")
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/api/"
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def __enter__(self) -> FakeSlack:
+        handler = _handler_for(self)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-slack",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+
+    # -- request handling (called from the server thread) -----------------------------
+
+    def _take_failure(self) -> Failure | None:
+        with self._lock:
+            if self._outage is not None:
+                return self._outage
+            return self._queued_failures.popleft() if self._queued_failures else None
+
+    def _answer(
+        self, method: str, token: str | None, body: dict[str, Any]
+    ) -> tuple[int, dict, dict]:
+        """(HTTP status, extra headers, JSON body) for one call."""
+        failure = self._take_failure()
+        if failure == "ratelimited":
+            return (
+                429,
+                {"Retry-After": str(self.retry_after_seconds)},
+                {
+                    "ok": False,
+                    "error": "ratelimited",
+                },
+            )
+        if failure == "server_error":
+            return 500, {}, {"ok": False, "error": "internal_error"}
+        if failure == "invalid_auth" or not token:
+            return 200, {}, {"ok": False, "error": "invalid_auth" if token else "not_authed"}
+        if self.valid_tokens is not None and token not in self.valid_tokens:
+            return 200, {}, {"ok": False, "error": "invalid_auth"}
+        if method == "auth.test":
+            return (
+                200,
+                {},
+                {
+                    "ok": True,
+                    "url": "https://seer-test.slack.com/",
+                    "team": self.team,
+                    "user": "seer",
+                    "team_id": "T0SEER",
+                    "user_id": "U0SEER",
+                    "bot_id": "B0SEER",
+                },
+            )
+        if method == "chat.postMessage":
+            channel = body.get("channel")
+            if not channel:
+                return 200, {}, {"ok": False, "error": "channel_not_found"}
+            if not body.get("text") and not body.get("blocks"):
+                return 200, {}, {"ok": False, "error": "no_text"}
+            with self._lock:
+                self._next_ts += 1
+                ts = f"{int(time.time())}.{self._next_ts:06d}"
+            return (
+                200,
+                {},
+                {
+                    "ok": True,
+                    "channel": channel,
+                    "ts": ts,
+                    "message": {"text": body.get("text"), "blocks": body.get("blocks"), "ts": ts},
+                },
+            )
+        return 404, {}, {"ok": False, "error": "unknown_method"}
+
+
+def _parse_body(content_type: str, raw: bytes, query: str) -> dict[str, Any]:
+    body: dict[str, Any] = {k: v[-1] for k, v in parse_qs(query).items()}
+    if not raw:
+        return body
+    if content_type.startswith("application/json"):
+        parsed = json.loads(raw.decode("utf-8"))
+        if isinstance(parsed, dict):
+            body.update(parsed)
+    elif content_type.startswith("application/x-www-form-urlencoded"):
+        body.update({k: v[-1] for k, v in parse_qs(raw.decode("utf-8")).items()})
+    if isinstance(body.get("blocks"), str):
+        with contextlib.suppress(json.JSONDecodeError):
+            body["blocks"] = json.loads(body["blocks"])
+    return body
+
+
+def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # silence stderr
+            return
+
+        def do_POST(self) -> None:
+            self._handle()
+
+        def do_GET(self) -> None:
+            self._handle()
+
+        def _handle(self) -> None:
+            url = urlparse(self.path)
+            method = url.path.rsplit("/", 1)[-1]
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = _parse_body(self.headers.get("Content-Type", ""), raw, url.query)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                body = {}
+            authorization = self.headers.get("Authorization", "")
+            token = authorization.removeprefix("Bearer ").strip() or body.get("token")
+            status, headers, answer = fake._answer(method, token, body)
+            with fake._lock:
+                fake.requests.append(
+                    RecordedRequest(
+                        method=method,
+                        token=token,
+                        body=body,
+                        answered=status,
+                        accepted=answer.get("ok") is True,
+                        headers={k: v for k, v in self.headers.items()},
+                    )
+                )
+            payload = json.dumps(answer).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+
+    return Handler

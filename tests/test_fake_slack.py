@@ -1,0 +1,76 @@
+"""The fake Slack Web API answers the real slack_sdk client like Slack does."""
+
+from __future__ import annotations
+
+import pytest
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from seer_testing.fake_slack import FakeSlack
+
+
+def client(slack: FakeSlack, token: str = "xoxb-test") -> WebClient:
+    return WebClient(token=token, base_url=slack.base_url, timeout=5)
+
+
+def test_post_message_and_auth_test_are_recorded() -> None:
+    with FakeSlack() as slack:
+        assert slack.base_url.startswith("http://127.0.0.1:")
+        assert slack.base_url.endswith("/")
+        web = client(slack)
+        assert web.auth_test()["team"] == "Seer Test"
+        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "*hi*"}}]
+        response = web.chat_postMessage(channel="#alerts", text="hi", blocks=blocks)
+        assert response["ok"] is True
+        assert response["ts"]
+        assert slack.messages == [{"channel": "#alerts", "text": "hi", "blocks": blocks}]
+        assert [r.method for r in slack.requests] == ["auth.test", "chat.postMessage"]
+        assert slack.requests[1].token == "xoxb-test"
+
+
+def test_ratelimited_answers_429_with_retry_after_then_recovers() -> None:
+    with FakeSlack(retry_after_seconds=7) as slack:
+        slack.fail_next("ratelimited")
+        web = client(slack)
+        with pytest.raises(SlackApiError) as caught:
+            web.chat_postMessage(channel="#alerts", text="hi")
+        assert caught.value.response.status_code == 429
+        assert caught.value.response.headers["Retry-After"] == "7"
+        assert caught.value.response["error"] == "ratelimited"
+        assert slack.messages == []
+        web.chat_postMessage(channel="#alerts", text="hi")
+        assert len(slack.messages) == 1
+
+
+def test_server_error_and_outage() -> None:
+    with FakeSlack() as slack:
+        slack.start_outage("server_error")
+        web = client(slack)
+        for _ in range(2):
+            with pytest.raises(SlackApiError) as caught:
+                web.chat_postMessage(channel="#alerts", text="hi")
+            assert caught.value.response.status_code == 500
+        slack.end_outage()
+        web.chat_postMessage(channel="#alerts", text="hi")
+        assert len(slack.messages) == 1
+        assert [r.answered for r in slack.requests] == [500, 500, 200]
+
+
+def test_invalid_auth_for_unknown_token_or_on_demand() -> None:
+    with FakeSlack(valid_tokens=("xoxb-good",)) as slack:
+        with pytest.raises(SlackApiError, match="invalid_auth"):
+            client(slack, "xoxb-bad").chat_postMessage(channel="#alerts", text="hi")
+        slack.fail_next("invalid_auth")
+        with pytest.raises(SlackApiError, match="invalid_auth"):
+            client(slack, "xoxb-good").auth_test()
+        assert client(slack, "xoxb-good").auth_test()["ok"]
+
+
+def test_missing_channel_is_rejected() -> None:
+    with FakeSlack() as slack, pytest.raises(SlackApiError, match="channel_not_found"):
+        client(slack).chat_postMessage(channel="", text="hi")
+
+
+def test_unknown_failure_kind_is_an_error() -> None:
+    with pytest.raises(ValueError, match="failure must be one of"):
+        FakeSlack().fail_next("teapot")  # type: ignore[arg-type]
