@@ -1,0 +1,219 @@
+"""`seer evaluate` and `seer calibrate` through the real command line entry point."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+import seer_testing
+from seer_metrics.agreement import load_examples, write_events_jsonl
+from seer_pipelines.cli import main
+
+DATA = Path(seer_testing.__file__).parent / "data"
+HOTPOT = DATA / "hotpotqa_train_distractor_hipporag100.jsonl"
+
+GOOD = {
+    "event_id": "good-1",
+    "event_ts": "2026-11-29T10:00:00Z",
+    "task": "Who directed Inception and when was Christopher Nolan born?",
+    "context": [
+        {"id": "p1", "text": "Christopher Nolan directed Inception.", "score": 0.95},
+        {"id": "p2", "text": "Christopher Nolan was born in London in 1970.", "score": 0.89},
+        {"id": "p3", "text": "Risotto is a rice dish.", "score": 0.72},
+    ],
+    "metadata": {"env": "prod"},
+}
+UNSUPPORTED = {
+    "event_id": "good-2",
+    "task": "What is the boiling point of ethanol?",
+    "context": ["Basalt is a volcanic rock.", "Tennis is played on a court."],
+}
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def mixed_file(tmp_path: Path) -> Path:
+    return write_lines(
+        tmp_path / "events.jsonl",
+        [
+            json.dumps(GOOD),  # line 1
+            "{this is not json",  # line 2
+            json.dumps({"event_id": "empty-task", "task": "  ", "context": ["x"]}),  # line 3
+            "",  # line 4: blank, not an event
+            json.dumps(UNSUPPORTED),  # line 5
+            json.dumps({"event_id": "bad-ctx", "task": "q", "context": "{oops"}),  # line 6
+            json.dumps(["a list"]),  # line 7
+            json.dumps({"event_id": "no-text", "task": "q", "context": [{"id": "a"}]}),  # 8
+            json.dumps(GOOD | {"event_id": "good-3"}),  # line 9
+        ],
+    )
+
+
+def read_out(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_scores_good_lines_and_reports_bad_ones_with_line_numbers(
+    mixed_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "scores.jsonl"
+    assert main(["evaluate", str(mixed_file), "--out", str(out)]) == 0
+    rows = read_out(out)
+    assert [row["line"] for row in rows] == [1, 2, 3, 5, 6, 7, 8, 9]
+    assert [row["status"] for row in rows] == [
+        "ok",
+        "invalid",
+        "invalid",
+        "ok",
+        "invalid",
+        "invalid",
+        "invalid",
+        "ok",
+    ]
+    assert [row["event_id"] for row in rows] == [
+        "good-1",
+        None,
+        "empty-task",
+        "good-2",
+        "bad-ctx",
+        None,
+        "no-text",
+        "good-3",
+    ]
+    reasons = {row["line"]: row["reason"] for row in rows}
+    assert reasons[1] is None
+    assert reasons[2].startswith("line 2: not valid JSON")
+    assert reasons[3] == "line 3: task_empty: 'task' is empty"
+    assert reasons[6].startswith("line 6: context_not_json")
+    assert reasons[7].startswith("line 7: record_not_object")
+    assert reasons[8].startswith("line 8: item_text_missing")
+
+    good = rows[0]
+    for key in ("recall", "precision", "f1", "ndcg", "k", "n", "cited_ids"):
+        assert key in good
+    assert good["recall"] == 1.0
+    assert good["precision"] == pytest.approx(2 / 3)
+    assert good["cited_ids"] == ["p1", "p2"]
+    assert good["missing_requirements"] == []
+    assert (good["k"], good["n"]) == (2, 3)
+
+    unsupported = rows[3]
+    assert unsupported["recall"] == 0.0
+    assert unsupported["ndcg"] is None  # nothing cited, and no ranks or scores
+    assert unsupported["missing_requirements"] == ["what is the boiling point of ethanol"]
+
+    for row in rows:
+        if row["status"] == "invalid":
+            assert row["recall"] is row["precision"] is row["f1"] is row["ndcg"] is None
+
+    captured = capsys.readouterr()
+    assert "events: 8  ok: 3  invalid: 5  errors: 0" in captured.out
+    assert "model calls: 0" in captured.out
+    assert "line 2: invalid: not valid JSON" in captured.err
+    assert "line 3 (event empty-task): invalid: task_empty" in captured.err
+
+
+def test_batches_do_not_change_order_or_scores(mixed_file: Path, tmp_path: Path) -> None:
+    whole, batched = tmp_path / "whole.jsonl", tmp_path / "batched.jsonl"
+    assert main(["evaluate", str(mixed_file), "--out", str(whole)]) == 0
+    assert main(["evaluate", str(mixed_file), "--out", str(batched), "--batch-size", "2"]) == 0
+    assert read_out(whole) == read_out(batched)
+
+
+def test_reads_gzip_input(mixed_file: Path, tmp_path: Path) -> None:
+    packed = tmp_path / "events.jsonl.gz"
+    with gzip.open(packed, "wt", encoding="utf-8") as handle:
+        handle.write(mixed_file.read_text(encoding="utf-8"))
+    plain_out, packed_out = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    assert main(["evaluate", str(mixed_file), "--out", str(plain_out)]) == 0
+    assert main(["evaluate", str(packed), "--out", str(packed_out)]) == 0
+    assert read_out(plain_out) == read_out(packed_out)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["evaluate", "{missing}"], "no such file"),
+        (["evaluate", "{events}", "--evaluator", "telepathy"], "unknown evaluator 'telepathy'"),
+        (["evaluate", "{events}", "--batch-size", "0"], "--batch-size"),
+        (["evaluate", "{events}", "--out", "{tmp}/no/such/dir/out.jsonl"], "--out"),
+        (["calibrate", "{missing}"], "no such file"),
+        (["calibrate", "{events}", "--context-size", "0"], "--context-size"),
+        (["calibrate", "{events}", "--limit", "0"], "--limit"),
+        (["calibrate", "{events}"], "no usable labeled example"),
+    ],
+)
+def test_unusable_input_exits_non_zero_and_names_the_fault(
+    arguments: list[str],
+    message: str,
+    mixed_file: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    values = {"missing": str(tmp_path / "absent.jsonl"), "events": str(mixed_file)}
+    values["tmp"] = str(tmp_path)
+    argv = [argument.format(**values) for argument in arguments]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_scores_a_converted_bundled_hotpotqa_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = tmp_path / "hotpot_events.jsonl"
+    assert write_events_jsonl(load_examples(HOTPOT).examples, events) == 100
+    out = tmp_path / "scores.jsonl"
+    assert main(["evaluate", str(events), "--evaluator", "lexical", "--out", str(out)]) == 0
+    rows = read_out(out)
+    assert len(rows) == 100
+    assert all(row["status"] == "ok" and row["n"] == 4 for row in rows)
+    assert all(row["ndcg"] is None or 0.0 <= row["ndcg"] <= 1.0 for row in rows)
+    assert any(row["missing_requirements"] for row in rows)
+    assert "events: 100  ok: 100  invalid: 0  errors: 0" in capsys.readouterr().out
+
+
+def test_cache_reuses_judgments_on_a_second_run(
+    mixed_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "judgments.sqlite"
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    argv = ["evaluate", str(mixed_file), "--cache", str(cache), "--out"]
+    assert main([*argv, str(first)]) == 0
+    # good-3 repeats good-1's content: judged once, re-used within the same run
+    assert "cache hits: 1" in capsys.readouterr().out
+    assert cache.is_file()
+    assert main([*argv, str(second)]) == 0
+    assert "cache hits: 3" in capsys.readouterr().out
+    strip = ("cache_hit",)
+    assert [{k: v for k, v in r.items() if k not in strip} for r in read_out(first)] == [
+        {k: v for k, v in r.items() if k not in strip} for r in read_out(second)
+    ]
+    assert [r["cache_hit"] for r in read_out(second) if r["status"] == "ok"] == [True] * 3
+
+
+def test_calibrate_prints_the_agreement_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    labeled = tmp_path / "labeled.jsonl.gz"
+    lines = HOTPOT.read_text(encoding="utf-8").splitlines()[:12]
+    with gzip.open(labeled, "wt", encoding="utf-8") as handle:
+        handle.write("\n".join([*lines[:6], "{broken", *lines[6:]]) + "\n")
+    assert main(["calibrate", str(labeled), "--limit", "10"]) == 0
+    captured = capsys.readouterr()
+    assert "examples: 10  judged: 10  errors: 0" in captured.out
+    assert "citation precision vs gold" in captured.out
+    assert "recall<1 flag agrees" in captured.out
+    assert "line 7: not valid JSON" in captured.err
+    assert main(["calibrate", str(labeled), "--json", "--context-size", "3"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["judged"] == 12
+    assert report["context_size"] == 3
+    assert report["skipped_lines"] == 1
+    assert 0.0 <= report["flag_agreement"] <= 1.0
