@@ -1,0 +1,382 @@
+"""The alert outbox, the one-message-per-partition Slack summary, retries and escaping."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, timedelta
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from seer_metrics.rules import CheckOutcome
+from seer_pipelines.alerts import (
+    PENDING,
+    RESOLVED,
+    SENT,
+    Alert,
+    AlertDispatcher,
+    AlertOutbox,
+    SlackAlertResource,
+    build_check_message,
+    escape_mrkdwn,
+    render_console,
+    top_missing_requirements,
+    utc_now,
+)
+from seer_testing.fake_slack import FakeSlack
+
+DAY = date(2026, 11, 29)
+TOKEN = "xoxb-secret-token-123"
+
+
+def failing_outcome(
+    rule: str = "f1_drop", slice_label: str = "feature_flag=retrieval-v2", **changes
+) -> CheckOutcome:
+    values = dict(
+        rule=rule,
+        slice=slice_label,
+        status="fail",
+        severity="ERROR",
+        statistic="mean_f1",
+        observed=0.52,
+        threshold=0.2,
+        sample_size=312,
+        message="dropped",
+        partition_date=DAY.isoformat(),
+        baseline=0.83,
+        baseline_label="the trailing 7 days",
+        baseline_sample_size=2100,
+        delta=0.31,
+        noise=0.05,
+        high_priority=False,
+    )
+    values.update(changes)
+    return CheckOutcome(**values)
+
+
+def passing(outcome: CheckOutcome) -> CheckOutcome:
+    return CheckOutcome(**{**outcome.to_dict(), "status": "pass"})
+
+
+@pytest.fixture
+def outbox(tmp_path: Path) -> AlertOutbox:
+    return AlertOutbox(sa.create_engine(f"sqlite:///{tmp_path / 'warehouse.sqlite'}"))
+
+
+def slack_resource(slack: FakeSlack, token: str = TOKEN) -> SlackAlertResource:
+    return SlackAlertResource(
+        token=token,
+        channel="#seer-alerts",
+        api_url=slack.base_url,
+        dagster_url="https://dagster.example.com/",
+    )
+
+
+def mrkdwn_texts(blocks: list[dict]) -> list[str]:
+    texts = []
+    for block in blocks:
+        if "text" in block:
+            texts.append(block["text"]["text"])
+        texts.extend(element["text"] for element in block.get("elements", []))
+    return texts
+
+
+# ---------------------------------------------------------------------------- escaping
+
+
+def test_escape_mrkdwn() -> None:
+    assert escape_mrkdwn("<!channel> & <@U123>") == "&lt;!channel&gt; &amp; &lt;@U123&gt;"
+    assert escape_mrkdwn("a & b") == "a &amp; b"
+
+
+def test_tenant_name_cannot_ping_the_channel() -> None:
+    evil = "tenant=<!channel> & <https://evil.example|click>"
+    alerts = [
+        Alert(
+            id=1,
+            partition_date=DAY,
+            kind="check",
+            rule="recall_other_slices",
+            slice=evil,
+            severity="WARN",
+            state=PENDING,
+            fingerprint="x",
+            payload=failing_outcome(
+                "recall_other_slices",
+                evil,
+                statistic="mean_recall",
+                delta=None,
+                baseline=None,
+                observed=0.5,
+                threshold=0.85,
+                baseline_label="<!here>",
+            ).to_dict(),
+            run_id="run-1",
+        )
+    ]
+    examples = {evil: [("<!everyone> what is the refund policy?", 3)]}
+    message = build_check_message(DAY, alerts, examples)
+    everything = json.dumps(message.blocks) + message.text
+    for raw in ("<!channel>", "<!everyone>", "<https://evil", "<!here>"):
+        assert raw not in everything
+    assert "&lt;!channel&gt; &amp; &lt;https://evil.example|click&gt;" in everything
+    assert "&lt;!everyone&gt;" in everything
+    # the only real link is ours, to the run
+    links = [t for t in mrkdwn_texts(message.blocks) if "<http" in t]
+    assert len(links) == 1
+    assert "<http://localhost:3000/runs/run-1|Dagster run run-1>" in links[0]
+    # the console shows the text as typed
+    assert "tenant=<!channel> & <https://evil.example|click>" in render_console(message)
+
+
+# ---------------------------------------------------------------------------- message
+
+
+def test_one_message_summarises_every_failing_check_of_the_partition(outbox, tmp_path) -> None:
+    outcomes = [
+        failing_outcome(),
+        failing_outcome(
+            "recall_high_priority",
+            "env=prod",
+            statistic="share_recall_below_1",
+            observed=0.25,
+            threshold=0.0,
+            sample_size=80,
+            delta=None,
+            baseline=None,
+            baseline_label=None,
+            high_priority=True,
+        ),
+        failing_outcome(
+            "ndcg_drop", "feature_flag=retrieval-v2", severity="WARN", statistic="mean_ndcg"
+        ),
+    ]
+    outbox.record_check_outcomes(
+        DAY, [*outcomes, passing(failing_outcome(slice_label="all"))], "r1"
+    )
+
+    def examples(day, slices):
+        assert day == DAY
+        return {"feature_flag=retrieval-v2": [("The nationality of that director", 41)]}
+
+    with FakeSlack() as slack:
+        dispatcher = AlertDispatcher(outbox, slack_resource(slack), examples)
+        results = dispatcher.deliver_due()
+        assert [(r.partition_date, r.delivered, r.alerts) for r in results] == [(DAY, True, 3)]
+        assert len(slack.messages) == 1
+        posted = slack.messages[0]
+        assert slack.requests[-1].token == TOKEN
+    assert posted["channel"] == "#seer-alerts"
+    blocks = posted["blocks"]
+    assert blocks[0] == {
+        "type": "header",
+        "text": {"type": "plain_text", "text": "Seer: retrieval quality alert for 2026-11-29"},
+    }
+    texts = mrkdwn_texts(blocks)
+    assert texts[1].startswith("*3 failing checks* (2 ERROR, 1 WARN) on `slice_metrics`")
+    assert "<https://dagster.example.com/runs/r1|Dagster run r1>" in texts[1]
+    # ERROR first, the high-priority slice first among them
+    assert texts[2].startswith(":red_circle: *ERROR* `recall_high_priority` on *env=prod*")
+    assert "*20 of 80 events have recall < 1.0*" in texts[2]
+    assert texts[3].startswith(":red_circle: *ERROR* `f1_drop` on *feature_flag=retrieval-v2*")
+    assert (
+        "*mean f1 fell by 0.310*: 0.520 over 312 events vs 0.830 in the trailing 7 days"
+        in (texts[3])
+    )
+    assert texts[4] == (
+        "Top missing requirements in feature_flag=retrieval-v2: "
+        "“The nationality of that director” (41 events)"
+    )
+    assert texts[5].startswith(":large_orange_circle: *WARN* `ndcg_drop`")
+    assert "Re-running this partition posts again only if the outcome changes" in texts[-1]
+    assert "f1_drop on feature_flag=retrieval-v2" in posted["text"]
+    assert {a.state for a in outbox.rows(DAY)} == {SENT}
+
+
+def test_rerun_does_not_post_again_unless_the_outcome_changed(outbox) -> None:
+    with FakeSlack() as slack:
+        dispatcher = AlertDispatcher(outbox, slack_resource(slack))
+        outbox.record_check_outcomes(DAY, [failing_outcome()], "r1")
+        dispatcher.deliver_due()
+        assert len(slack.messages) == 1
+        # the same verdict (numbers wobble a little): nothing new
+        summary = outbox.record_check_outcomes(DAY, [failing_outcome(observed=0.51)], "r2")
+        assert (summary.new_or_changed, summary.unchanged) == (0, 1)
+        assert dispatcher.deliver_due() == []
+        assert len(slack.messages) == 1
+        # a new failing slice: one new message carrying both
+        outbox.record_check_outcomes(
+            DAY, [failing_outcome(), failing_outcome(slice_label="env=prod")], "r3"
+        )
+        dispatcher.deliver_due()
+        assert len(slack.messages) == 2
+        assert slack.messages[1]["text"].startswith("Seer 2026-11-29: 2 failing checks")
+        # a severity change is a changed outcome too
+        outbox.record_check_outcomes(
+            DAY, [failing_outcome(severity="WARN"), failing_outcome(slice_label="env=prod")], "r4"
+        )
+        dispatcher.deliver_due()
+        assert len(slack.messages) == 3
+        # everything passes: rows resolve, nothing is posted
+        summary = outbox.record_check_outcomes(DAY, [passing(failing_outcome())], "r5")
+        assert summary.resolved == 2
+        assert dispatcher.deliver_due() == []
+        assert len(slack.messages) == 3
+        assert {a.state for a in outbox.rows(DAY)} == {RESOLVED}
+
+
+def test_pending_alert_survives_slack_outage_and_is_delivered_after_recovery(outbox) -> None:
+    with FakeSlack() as slack:
+        dispatcher = AlertDispatcher(outbox, slack_resource(slack))
+        outbox.record_check_outcomes(DAY, [failing_outcome()], "r1")
+        slack.start_outage("server_error")
+        for attempt in (1, 2):
+            [result] = dispatcher.deliver_due()
+            assert not result.delivered
+            [row] = outbox.rows(DAY)
+            assert row.state == PENDING
+            assert row.attempts == attempt
+            assert "HTTP 500" in row.last_error
+        slack.end_outage()
+        [result] = dispatcher.deliver_due()
+        assert result.delivered
+        [row] = outbox.rows(DAY)
+        assert (row.state, row.attempts, row.last_error) == (SENT, 3, None)
+        assert row.delivered_to == "slack:#seer-alerts"
+        assert len(slack.messages) == 1
+
+
+def test_rate_limit_waits_for_retry_after(outbox) -> None:
+    with FakeSlack(retry_after_seconds=30) as slack:
+        dispatcher = AlertDispatcher(outbox, slack_resource(slack))
+        outbox.record_check_outcomes(DAY, [failing_outcome()], "r1")
+        slack.fail_next("ratelimited")
+        [result] = dispatcher.deliver_due()
+        assert "ratelimited" in result.error
+        assert "retry after 30 s" in result.error
+        assert dispatcher.deliver_due() == []  # not yet due
+        later = utc_now() + timedelta(seconds=31)
+        [result] = dispatcher.deliver_due(now=later)
+        assert result.delivered
+        assert len(slack.messages) == 1
+
+
+def test_bad_token_keeps_the_alert_and_never_records_the_token(outbox, caplog) -> None:
+    with FakeSlack(valid_tokens=("xoxb-good",)) as slack:
+        dispatcher = AlertDispatcher(outbox, slack_resource(slack, token=TOKEN))
+        outbox.record_check_outcomes(DAY, [failing_outcome()], "r1")
+        [result] = dispatcher.deliver_due()
+        assert not result.delivered
+        [row] = outbox.rows(DAY)
+        assert row.state == PENDING
+        assert "invalid_auth" in row.last_error
+        fixed = AlertDispatcher(outbox, slack_resource(slack, token="xoxb-good"))
+        assert fixed.deliver_due()[0].delivered
+        assert TOKEN not in repr(slack_resource(slack))
+    assert TOKEN not in caplog.text
+    assert TOKEN not in repr(outbox.rows(DAY))
+
+
+def test_unreachable_slack_keeps_the_alert(outbox) -> None:
+    resource = SlackAlertResource(
+        token=TOKEN, channel="#a", api_url="http://127.0.0.1:9/api/", timeout_seconds=2
+    )
+    outbox.record_check_outcomes(DAY, [failing_outcome()], "r1")
+    [result] = AlertDispatcher(outbox, resource).deliver_due()
+    assert not result.delivered
+    assert "Slack unreachable" in result.error
+    assert outbox.rows(DAY)[0].state == PENDING
+
+
+def test_without_token_alerts_go_to_the_console(outbox, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+    monkeypatch.delenv("SEER_SLACK_CHANNEL", raising=False)
+    resource = SlackAlertResource()
+    assert not resource.is_configured()
+    outbox.record_check_outcomes(DAY, [failing_outcome(slice_label="tenant=<b>&co")], "r1")
+    [result] = AlertDispatcher(outbox, resource).deliver_due()
+    assert result.delivered and result.destination == "console"
+    printed = capsys.readouterr().out
+    assert "Seer: retrieval quality alert for 2026-11-29" in printed
+    assert "`f1_drop` on *tenant=<b>&co*" in printed
+    assert outbox.rows(DAY)[0].delivered_to == "console"
+
+
+def test_resource_reads_env(monkeypatch) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
+    monkeypatch.setenv("SEER_SLACK_CHANNEL", "C123")
+    monkeypatch.setenv("SEER_SLACK_API_URL", "http://127.0.0.1:1/api")
+    monkeypatch.setenv("SEER_DAGSTER_URL", "https://d.example.com")
+    resource = SlackAlertResource()
+    assert resource.is_configured()
+    assert resource.resolved_api_url() == "http://127.0.0.1:1/api/"
+    assert resource.resolved_dagster_url() == "https://d.example.com"
+    assert TOKEN not in resource.describe()
+
+
+def test_partitions_get_separate_messages(outbox) -> None:
+    with FakeSlack() as slack:
+        dispatcher = AlertDispatcher(outbox, slack_resource(slack))
+        for day in (DAY, DAY - timedelta(days=1)):
+            outbox.record_check_outcomes(
+                day, [failing_outcome(), failing_outcome("ndcg_drop")], "r"
+            )
+        results = dispatcher.deliver_due()
+        assert [r.partition_date for r in results] == [DAY - timedelta(days=1), DAY]
+        assert len(slack.messages) == 2
+
+
+# ---------------------------------------------------------------------------- examples
+
+
+def test_top_missing_requirements_per_slice() -> None:
+    chunks = [
+        pd.DataFrame(
+            {
+                "status": ["ok", "ok", "ok", "invalid"],
+                "missing_requirements": [
+                    json.dumps(["Nationality", "Year"]),
+                    ["Nationality"],
+                    [],
+                    ["ignored"],
+                ],
+                "metadata": [
+                    {"feature_flag": "v2"},
+                    json.dumps({"feature_flag": "v2"}),
+                    {"feature_flag": "v1"},
+                    {"feature_flag": "v2"},
+                ],
+            }
+        ),
+        pd.DataFrame({"status": ["ok"], "missing_requirements": [["Year"]], "metadata": [{}]}),
+    ]
+    top = top_missing_requirements(chunks, ["feature_flag=v2", "all", "feature_flag=v1"], limit=2)
+    assert top == {
+        "feature_flag=v2": [("Nationality", 2), ("Year", 1)],
+        "all": [("Nationality", 2), ("Year", 2)],
+    }
+    assert top_missing_requirements(chunks, ["all"], limit=1) == {"all": [("Nationality", 2)]}
+
+
+# ---------------------------------------------------------------------------- postgres
+
+
+@pytest.mark.postgres
+def test_outbox_on_postgres(postgres_url: str, postgres_schema: str) -> None:
+    engine = sa.create_engine(postgres_url)
+    try:
+        outbox = AlertOutbox(engine, schema=postgres_schema)
+        outbox.record_check_outcomes(DAY, [failing_outcome()], "r1")
+        with FakeSlack() as slack:
+            dispatcher = AlertDispatcher(outbox, slack_resource(slack))
+            assert dispatcher.deliver_due()[0].delivered
+            outbox.record_check_outcomes(DAY, [failing_outcome()], "r2")
+            assert dispatcher.deliver_due() == []
+            assert len(slack.messages) == 1
+        [row] = outbox.rows(DAY)
+        assert row.payload["delta"] == pytest.approx(0.31)
+        assert row.state == SENT
+    finally:
+        engine.dispose()
