@@ -1,0 +1,228 @@
+"""Asset checks on `slice_metrics`: one check per rule of `seer_rules.yaml`, per day.
+
+All rules run in one op (`seer_slice_checks`) because they read the same rows: the
+partition's slice table and the trailing days for baselines. The op then records the
+failing outcomes in the `seer_alerts` outbox and posts ONE Slack message for the
+partition. Alerting problems (Slack down, bad token) are logged and kept pending; they
+never fail the checks or the metrics.
+"""
+
+from collections.abc import Iterator, Sequence
+from datetime import date, timedelta
+from typing import Any
+
+import pandas as pd
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetKey,
+    MetadataValue,
+    PartitionsDefinition,
+    multi_asset_check,
+)
+
+from seer_metrics.rules import CheckOutcome, RulesConfig, evaluate_rules, load_rules_config
+from seer_pipelines.alerts import (
+    KIND_CHECK,
+    AlertDispatcher,
+    AlertOutbox,
+    SlackAlertResource,
+    top_missing_requirements,
+)
+from seer_pipelines.assets.tables import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
+from seer_pipelines.partitions import daily_partitions, partition_day
+from seer_pipelines.resources import WarehouseResource
+
+SLICE_METRICS_ASSET = AssetKey("slice_metrics")
+SEVERITY = {"WARN": AssetCheckSeverity.WARN, "ERROR": AssetCheckSeverity.ERROR}
+
+
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _markdown_cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def outcomes_markdown(outcomes: Sequence[CheckOutcome]) -> str:
+    """Every slice the rule looked at, failing first."""
+    order = {"fail": 0, "no_baseline": 1, "not_enough_data": 2, "pass": 3}
+    lines = [
+        "| slice | status | severity | observed | threshold | baseline | delta | events |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for o in sorted(outcomes, key=lambda o: (order[o.status], o.slice)):
+        lines.append(
+            f"| {_markdown_cell(o.slice)} | {o.status} | {o.severity} | {_number(o.observed)} | "
+            f"{o.threshold:g} | {_number(o.baseline)} | {_number(o.delta)} | {o.sample_size} |"
+        )
+    return "\n".join(lines)
+
+
+def check_result_metadata(rule_name: str, outcomes: Sequence[CheckOutcome]) -> dict[str, Any]:
+    """Failing slices (JSON and markdown), counts, and flat numeric keys per slice."""
+    failing = [o for o in outcomes if o.failed]
+    metadata: dict[str, Any] = {
+        "rule": rule_name,
+        "slices_checked": len(outcomes),
+        "slices_failing": len(failing),
+        "slices_not_enough_data": sum(o.status == "not_enough_data" for o in outcomes),
+        "slices_no_baseline": sum(o.status == "no_baseline" for o in outcomes),
+        "failing_slices": MetadataValue.json([o.to_dict() for o in failing]),
+        "slices": MetadataValue.md(outcomes_markdown(outcomes) if outcomes else "no slices"),
+    }
+    for o in outcomes:
+        if o.observed is not None:
+            metadata[f"observed/{o.slice}"] = float(o.observed)
+        if o.delta is not None:
+            metadata[f"delta/{o.slice}"] = float(o.delta)
+        if o.baseline is not None:
+            metadata[f"baseline/{o.slice}"] = float(o.baseline)
+        metadata[f"events/{o.slice}"] = int(o.sample_size)
+    return metadata
+
+
+def read_slice_rows(
+    warehouse: WarehouseResource, day: date, trailing_days: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the day's slice rows, the `trailing_days` before it) from `seer_slice_metrics`."""
+    warehouse.ensure_output_tables()
+    today = warehouse.read_partition_frame(SLICE_METRICS_TABLE, day)
+    if trailing_days > 0:
+        history = warehouse.read_table_range(
+            SLICE_METRICS_TABLE, day - timedelta(days=trailing_days), day - timedelta(days=1)
+        )
+    else:
+        history = today.iloc[0:0]
+    for frame in (today, history):
+        if len(frame):
+            frame["partition_date"] = frame["partition_date"].astype(str).str.slice(0, 10)
+    return today, history
+
+
+def examples_provider(warehouse: WarehouseResource):
+    """Top missing requirements of failing slices, read from `seer_event_metrics`."""
+
+    def provide(day: date, slices: Sequence[str]) -> dict[str, list[tuple[str, int]]]:
+        chunks = warehouse.read_partition(
+            EVENT_METRICS_TABLE,
+            day,
+            columns=["event_id", "status", "missing_requirements", "metadata"],
+        )
+        return top_missing_requirements(chunks, slices)
+
+    return provide
+
+
+def dispatcher_for(warehouse: WarehouseResource, slack: SlackAlertResource) -> AlertDispatcher:
+    outbox = AlertOutbox(warehouse.get_engine(), warehouse.resolved_schema())
+    return AlertDispatcher(outbox, slack, examples_provider(warehouse))
+
+
+def alert_on_outcomes(
+    context: AssetCheckExecutionContext,
+    day: date,
+    outcomes: Sequence[CheckOutcome],
+    warehouse: WarehouseResource,
+    slack: SlackAlertResource,
+) -> str:
+    """Record the partition's outcomes and deliver due alerts; returns a one-line status."""
+    try:
+        dispatcher = dispatcher_for(warehouse, slack)
+        dispatcher.log = context.log
+        summary = dispatcher.outbox.record_check_outcomes(day, outcomes, context.run.run_id)
+        result = dispatcher.deliver(day, KIND_CHECK)
+        # Alerts of other partitions still pending (Slack was down): retry them too.
+        others = [
+            r for r in dispatcher.deliver_due() if r.partition_date != day or r.kind != KIND_CHECK
+        ]
+    except Exception as error:  # alerting must never fail the checks or the metrics
+        context.log.error(f"alerting failed for {day}; the check results stand: {error!r}")
+        return f"alerting failed: {type(error).__name__}"
+    retried = sum(r.delivered for r in others)
+    retry_note = f"; {retried} earlier pending alert(s) delivered" if retried else ""
+    if result.alerts == 0:
+        state = "no new alert" if summary.unchanged else "nothing to alert"
+        return (
+            f"{state} ({summary.unchanged} already sent, {summary.resolved} resolved){retry_note}"
+        )
+    if result.delivered:
+        return f"{result.alerts} alert(s) sent to {result.destination}{retry_note}"
+    return f"{result.alerts} alert(s) pending: {result.error}{retry_note}"
+
+
+def build_slice_checks(
+    config: RulesConfig | None = None,
+    partitions_def: PartitionsDefinition = daily_partitions,
+    asset_key: AssetKey = SLICE_METRICS_ASSET,
+):
+    """One partitioned asset check per rule, all evaluated by one op."""
+    rules = config if config is not None else load_rules_config()
+    specs = [
+        AssetCheckSpec(
+            name=rule.name,
+            asset=asset_key,
+            description=rule.description or f"{rule.kind} rule on {rule.statistic}",
+            partitions_def=partitions_def,
+            metadata={
+                "kind": rule.kind,
+                "statistic": rule.statistic,
+                "threshold": rule.threshold,
+                "default_severity": rule.severity,
+            },
+        )
+        for rule in rules.rules
+    ]
+    trailing_days = max(
+        (
+            r.baseline.trailing_days
+            for r in rules.rules
+            if r.kind == "drop" and r.baseline.slice is None
+        ),
+        default=0,
+    )
+
+    @multi_asset_check(
+        name="seer_slice_checks",
+        specs=specs,
+        description="The alert rules of seer_rules.yaml on one day of the slice table.",
+    )
+    def seer_slice_checks(
+        context: AssetCheckExecutionContext,
+        warehouse: WarehouseResource,
+        slack: SlackAlertResource,
+    ) -> Iterator[AssetCheckResult]:
+        day = partition_day(context.partition_key)
+        today, history = read_slice_rows(warehouse, day, trailing_days)
+        outcomes = evaluate_rules(rules, today, history, day.isoformat()) if len(today) else []
+        failing = [o for o in outcomes if o.failed]
+        context.log.info(
+            f"{day}: {len(today)} slices, {len(outcomes)} rule outcomes, {len(failing)} failing"
+        )
+        alert_status = alert_on_outcomes(context, day, outcomes, warehouse, slack)
+        context.log.info(f"alerts for {day}: {alert_status}")
+        for rule in rules.rules:
+            rule_outcomes = [o for o in outcomes if o.rule == rule.name]
+            rule_failing = [o for o in rule_outcomes if o.failed]
+            severity = (
+                ("ERROR" if any(o.severity == "ERROR" for o in rule_failing) else "WARN")
+                if rule_failing
+                else rule.severity
+            )
+            metadata = check_result_metadata(rule.name, rule_outcomes)
+            metadata["alerts"] = alert_status
+            if not len(today):
+                metadata["note"] = "no slice rows for this day (no events)"
+            yield AssetCheckResult(
+                asset_key=asset_key,
+                check_name=rule.name,
+                passed=not rule_failing,
+                severity=SEVERITY[severity],
+                metadata=metadata,
+                description="; ".join(o.message for o in rule_failing[:5]) or None,
+            )
+
+    return seer_slice_checks

@@ -1,0 +1,227 @@
+"""Partitioned asset checks on slice_metrics: per-day results, metadata and alerts.
+
+A stand-in `slice_metrics` asset writes crafted slice rows for each day into the real
+`seer_slice_metrics` table, so every rule's outcome is known in advance.
+"""
+
+import json
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+from dagster import AssetCheckSeverity, AssetExecutionContext, DagsterInstance, asset, materialize
+
+from seer_metrics.rules import DEFAULT_RULES, parse_rules_config
+from seer_metrics.slices import SLICE_COLUMNS
+from seer_pipelines.alerts import SENT, AlertOutbox, SlackAlertResource
+from seer_pipelines.assets.tables import SLICE_METRICS_TABLE
+from seer_pipelines.checks import build_slice_checks
+from seer_pipelines.partitions import daily_partitions, partition_day
+from seer_pipelines.resources import WarehouseResource
+from seer_testing.fake_slack import FakeSlack
+
+DAY = "2026-11-29"
+WEEK = [(date(2026, 11, 29) - timedelta(days=i)).isoformat() for i in range(7, 0, -1)]
+
+
+def slice_row(day: str, label: str, n: int = 100, **values: float) -> dict:
+    key, _, value = label.partition("=")
+    row: dict = {column: 0 for column in SLICE_COLUMNS}
+    row.update(
+        partition_date=date.fromisoformat(day),
+        slice=label,
+        slice_key=key if value else "all",
+        slice_value=value or "all",
+        events=n,
+        evaluated=n,
+        mean_recall=0.95,
+        mean_precision=0.7,
+        mean_f1=0.8,
+        mean_ndcg=0.9,
+        std_recall=0.1,
+        std_precision=0.15,
+        std_f1=0.1,
+        std_ndcg=0.1,
+        count_recall=n,
+        count_precision=n,
+        count_f1=n,
+        count_ndcg=n,
+        share_recall_below_1=0.0,
+        share_precision_below_bloat=0.05,
+        p10_recall=0.8,
+        p10_precision=0.5,
+        mean_k=2.0,
+    )
+    row.update(values)
+    return row
+
+
+def healthy_day(day: str) -> list[dict]:
+    return [
+        slice_row(day, "all", n=300),
+        slice_row(day, "env=prod", n=200),
+        slice_row(day, "env=dev", n=100),
+        slice_row(day, "feature_flag=retrieval-v2", n=150),
+        slice_row(day, "tenant=<!channel>", n=10, mean_recall=0.1),
+    ]
+
+
+def regressed_day(day: str) -> list[dict]:
+    return [
+        slice_row(day, "all", n=300),
+        slice_row(day, "env=prod", n=200, share_recall_below_1=0.3),
+        slice_row(day, "env=dev", n=100),
+        slice_row(day, "feature_flag=retrieval-v2", n=150, mean_f1=0.5, mean_ndcg=0.7),
+        slice_row(day, "tenant=<!channel>", n=10, mean_recall=0.1),
+    ]
+
+
+def stand_in_asset(rows_by_day: dict[str, list[dict]]):
+    @asset(name="slice_metrics", partitions_def=daily_partitions)
+    def slice_metrics(context: AssetExecutionContext, warehouse: WarehouseResource) -> None:
+        day = partition_day(context.partition_key)
+        with warehouse.partition_writer(SLICE_METRICS_TABLE, day) as writer:
+            writer.write(rows_by_day[context.partition_key])
+            writer.commit()
+
+    return slice_metrics
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> WarehouseResource:
+    return WarehouseResource(url=f"sqlite:///{tmp_path / 'warehouse.sqlite'}")
+
+
+def run_day(day, rows_by_day, warehouse, slack, instance, checks=None):
+    result = materialize(
+        [stand_in_asset(rows_by_day), checks or build_slice_checks(DEFAULT_RULES)],
+        partition_key=day,
+        resources={"warehouse": warehouse, "slack": slack},
+        instance=instance,
+    )
+    assert result.success
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def slack_for(fake: FakeSlack) -> SlackAlertResource:
+    return SlackAlertResource(token="xoxb-test", channel="#seer", api_url=fake.base_url)
+
+
+def test_checks_per_partition_with_metadata_and_one_alert(warehouse) -> None:
+    rows = {day: healthy_day(day) for day in WEEK} | {DAY: regressed_day(DAY)}
+    instance = DagsterInstance.ephemeral()
+    with FakeSlack() as fake:
+        slack = slack_for(fake)
+        for day in WEEK:
+            evaluations = run_day(day, rows, warehouse, slack, instance)
+            assert set(evaluations) == {rule.name for rule in DEFAULT_RULES.rules}
+            assert all(e.passed for e in evaluations.values()), day
+            assert all(e.partition == day for e in evaluations.values())
+        assert fake.messages == []  # no false alarm on the healthy week
+
+        evaluations = run_day(DAY, rows, warehouse, slack, instance)
+        assert {name for name, e in evaluations.items() if not e.passed} == {
+            "recall_high_priority",
+            "f1_drop",
+            "ndcg_drop",
+        }
+        high = evaluations["recall_high_priority"]
+        assert high.severity == AssetCheckSeverity.ERROR
+        assert high.partition == DAY
+        assert evaluations["ndcg_drop"].severity == AssetCheckSeverity.WARN
+        f1 = evaluations["f1_drop"]
+        metadata = f1.metadata
+        failing = metadata["failing_slices"].value
+        assert [o["slice"] for o in failing] == ["feature_flag=retrieval-v2"]
+        assert failing[0]["delta"] == pytest.approx(0.3)
+        assert failing[0]["baseline_sample_size"] == 7 * 150
+        assert metadata["delta/feature_flag=retrieval-v2"].value == pytest.approx(0.3)
+        assert metadata["observed/all"].value == pytest.approx(0.8)
+        assert metadata["slices_failing"].value == 1
+        assert metadata["slices_not_enough_data"].value == 1  # the 10-event tenant
+        table = metadata["slices"].value
+        assert table.splitlines()[2].startswith("| feature_flag=retrieval-v2 | fail | ERROR |")
+        assert "tenant=&lt;!channel&gt; | not_enough_data" in table
+        assert "1 alert(s) sent" not in metadata["alerts"].value
+        assert metadata["alerts"].value.startswith("3 alert(s) sent to slack:#seer")
+
+        # ONE message for the partition, carrying all three failing checks
+        assert len(fake.messages) == 1
+        assert "3 failing checks" in fake.messages[0]["text"]
+
+        # re-running the partition: same results, no second message
+        again = run_day(DAY, rows, warehouse, slack, instance)
+        assert not again["f1_drop"].passed
+        assert again["f1_drop"].metadata["alerts"].value.startswith("no new alert")
+        assert len(fake.messages) == 1
+
+    outbox = AlertOutbox(warehouse.get_engine())
+    rows_sent = outbox.rows(date.fromisoformat(DAY))
+    assert {(a.rule, a.slice, a.state) for a in rows_sent} == {
+        ("recall_high_priority", "env=prod", SENT),
+        ("f1_drop", "feature_flag=retrieval-v2", SENT),
+        ("ndcg_drop", "feature_flag=retrieval-v2", SENT),
+    }
+
+
+def test_slack_down_never_fails_the_checks_and_next_run_delivers(warehouse) -> None:
+    rows = {day: healthy_day(day) for day in WEEK} | {DAY: regressed_day(DAY)}
+    instance = DagsterInstance.ephemeral()
+    with FakeSlack() as fake:
+        slack = slack_for(fake)
+        for day in WEEK:
+            run_day(day, rows, warehouse, slack, instance)
+        fake.start_outage("server_error")
+        evaluations = run_day(DAY, rows, warehouse, slack, instance)
+        assert not evaluations["f1_drop"].passed
+        assert "pending" in evaluations["f1_drop"].metadata["alerts"].value
+        assert fake.messages == []
+        fake.end_outage()
+        # any later run (here another day's) delivers the pending alert of 2026-11-29
+        evaluations = run_day(WEEK[-1], rows, warehouse, slack, instance)
+        assert (
+            "1 earlier pending alert(s) delivered"
+            in evaluations["f1_drop"].metadata["alerts"].value
+        )
+        assert len(fake.messages) == 1
+        assert fake.messages[0]["blocks"][0]["text"]["text"].endswith(DAY)
+
+
+def test_release_over_release_check_from_config(warehouse) -> None:
+    config = parse_rules_config(
+        {
+            "rules": [
+                {
+                    "name": "v2_vs_v1",
+                    "kind": "drop",
+                    "statistic": "mean_f1",
+                    "threshold": 0.2,
+                    "severity": "ERROR",
+                    "slices": ["feature_flag=retrieval-v2"],
+                    "baseline": {"slice": "feature_flag=retrieval-v1"},
+                }
+            ]
+        }
+    )
+    rows = {
+        DAY: [
+            slice_row(DAY, "feature_flag=retrieval-v1", mean_f1=0.85),
+            slice_row(DAY, "feature_flag=retrieval-v2", mean_f1=0.55),
+        ]
+    }
+    with FakeSlack() as fake:
+        evaluations = run_day(
+            DAY,
+            rows,
+            warehouse,
+            slack_for(fake),
+            DagsterInstance.ephemeral(),
+            checks=build_slice_checks(config),
+        )
+        assert set(evaluations) == {"v2_vs_v1"}
+        result = evaluations["v2_vs_v1"]
+        assert not result.passed
+        [failing] = result.metadata["failing_slices"].value
+        assert failing["baseline_label"] == "feature_flag=retrieval-v1 on the same day"
+        assert len(fake.messages) == 1
+        assert "feature_flag=retrieval-v1 on the same day" in json.dumps(fake.messages[0])
