@@ -1,0 +1,451 @@
+"""Metric assets: per event, per passage and per (day, slice), from `seer_judgments`.
+
+Scoring is vectorised (`seer_metrics.scoring.score_events`) over each chunk of stored
+judgments; nothing here calls a model, so these assets are cheap to re-run.
+"""
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import pandas as pd
+from dagster import (
+    AssetExecutionContext,
+    BackfillPolicy,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+from pydantic import Field
+
+from seer_metrics.judgment import Judgment
+from seer_metrics.scoring import score_events
+from seer_metrics.slices import DEFAULT_BLOAT_LINE, DEFAULT_SLICE_KEYS, METRICS, slice_metrics
+from seer_pipelines.assets.events import GROUP_NAME
+from seer_pipelines.assets.judgments import event_judgments
+from seer_pipelines.assets.tables import (
+    EVENT_METRICS_TABLE,
+    JUDGMENTS_TABLE,
+    PASSAGE_JUDGMENTS_TABLE,
+    SLICE_METRICS_TABLE,
+    table_metadata,
+)
+from seer_pipelines.partitions import daily_partitions, partition_day
+from seer_pipelines.resources import WarehouseConfigError, WarehouseResource
+
+USAGE_COLUMNS = ("cache_hit", "model_calls", "prompt_tokens", "completion_tokens", "cost_usd")
+
+
+def _none_if_nan(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _as_int(value: Any, default: int = 0) -> int:
+    value = _none_if_nan(value)
+    return default if value is None else int(value)
+
+
+# -- event metrics ---------------------------------------------------------------------
+
+
+@dataclass
+class MetricTotals:
+    """Running sums over chunks, so the means cover the whole day in bounded memory."""
+
+    events: int = 0
+    evaluated: int = 0
+    invalid: int = 0
+    errors: int = 0
+    cache_hits: int = 0
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(METRICS, 0.0))
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(METRICS, 0))
+
+    def add(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        for row in rows:
+            self.events += 1
+            status = row["status"]
+            self.evaluated += status == "ok"
+            self.invalid += status == "invalid"
+            self.errors += status == "error"
+            self.cache_hits += bool(row.get("cache_hit"))
+            self.model_calls += _as_int(row.get("model_calls"))
+            self.prompt_tokens += _as_int(row.get("prompt_tokens"))
+            self.completion_tokens += _as_int(row.get("completion_tokens"))
+            self.cost_usd += float(_none_if_nan(row.get("cost_usd")) or 0.0)
+            for metric in METRICS:
+                value = row.get(metric)
+                if value is not None:
+                    self.sums[metric] += float(value)
+                    self.counts[metric] += 1
+
+    def means(self) -> dict[str, float | None]:
+        return {
+            metric: (self.sums[metric] / self.counts[metric]) if self.counts[metric] else None
+            for metric in METRICS
+        }
+
+    def metadata(self) -> dict[str, Any]:
+        metadata: dict[str, Any] = {
+            "events": self.events,
+            "evaluated": self.evaluated,
+            "invalid": self.invalid,
+            "errors": self.errors,
+            "cache_hits": self.cache_hits,
+            "model_calls": self.model_calls,
+            "tokens": self.prompt_tokens + self.completion_tokens,
+            "estimated_cost_usd": float(self.cost_usd),
+        }
+        for metric, mean in self.means().items():
+            # Undefined means are left out rather than written as NaN.
+            if mean is not None:
+                metadata[f"mean_{metric}"] = float(mean)
+        return metadata
+
+
+def _judgment_of(row: Mapping[str, Any]) -> Judgment:
+    return Judgment.from_dict(row["judgment"])
+
+
+def event_metric_rows(judgments: pd.DataFrame) -> list[dict[str, Any]]:
+    """Score a chunk of `seer_judgments` rows into `seer_event_metrics` rows (vectorised)."""
+    records = judgments.to_dict("records")
+    inputs: list[dict[str, Any]] = []
+    ok_index: list[int] = []
+    rows: list[dict[str, Any]] = []
+    for index, record in enumerate(records):
+        row: dict[str, Any] = {
+            "event_id": record["event_id"],
+            "event_ts": _none_if_nan(record.get("event_ts")),
+            "status": record["status"],
+            "reason": record.get("reason"),
+            "n": None if _none_if_nan(record.get("n")) is None else int(record["n"]),
+            "metadata": record.get("metadata") or {},
+            **{column: _none_if_nan(record.get(column)) for column in USAGE_COLUMNS},
+        }
+        for metric in METRICS:
+            row[metric] = None
+        if record["status"] == "ok" and record.get("judgment") is not None:
+            judgment = _judgment_of(record)
+            ranked_ids = [str(pair[0]) for pair in record["ranked_context"]]
+            cited = judgment.cited_ids
+            inputs.append(
+                {
+                    "k": judgment.k,
+                    "n": len(ranked_ids),
+                    "supported_requirements": sum(1 for r in judgment.requirements if r.supported),
+                    "cited_positions": [
+                        i for i, pid in enumerate(ranked_ids, start=1) if pid in cited
+                    ],
+                    "has_ranking": bool(record.get("has_ranking")),
+                }
+            )
+            ok_index.append(index)
+            row.update(
+                k=judgment.k,
+                n=len(ranked_ids),
+                cited_ids=[pid for pid in ranked_ids if pid in cited],
+                missing_requirements=[r.text for r in judgment.requirements if not r.supported],
+                hallucinated_citations=judgment.hallucinated_citations,
+                unverified_citations=judgment.unverified_citations,
+            )
+        rows.append(row)
+    if inputs:
+        scores = score_events(pd.DataFrame(inputs))
+        for position, index in enumerate(ok_index):
+            for metric in METRICS:
+                rows[index][metric] = _none_if_nan(float(scores[metric].iat[position]))
+    return rows
+
+
+_JUDGMENT_READ_COLUMNS = (
+    "event_id",
+    "event_ts",
+    "status",
+    "reason",
+    "judgment",
+    "ranked_context",
+    "has_ranking",
+    "n",
+    "metadata",
+    *USAGE_COLUMNS,
+)
+
+
+def build_event_metrics(warehouse: WarehouseResource, day: date) -> tuple[MetricTotals, int]:
+    """Replace `day` in `seer_event_metrics`; returns the totals and the rows written."""
+    totals = MetricTotals()
+    with warehouse.partition_writer(EVENT_METRICS_TABLE, day) as writer:
+        for chunk in warehouse.read_partition(JUDGMENTS_TABLE, day, _JUDGMENT_READ_COLUMNS):
+            rows = event_metric_rows(chunk)
+            totals.add(rows)
+            writer.write(rows)
+        written = writer.commit()
+    return totals, written
+
+
+@asset(
+    partitions_def=daily_partitions,
+    deps=[event_judgments],
+    group_name=GROUP_NAME,
+    kinds={"sql", "pandas"},
+    backfill_policy=BackfillPolicy.multi_run(1),
+    description=(
+        "Every ingested event exactly once with its status and, when ok, recall, precision, "
+        "f1 and ndcg (NULL where undefined), K, N, cited ids and missing requirements."
+    ),
+    metadata=table_metadata(EVENT_METRICS_TABLE),
+)
+def event_metrics(
+    context: AssetExecutionContext, warehouse: WarehouseResource
+) -> MaterializeResult:
+    day = partition_day(context.partition_key)
+    totals, written = build_event_metrics(warehouse, day)
+    context.log.info(
+        f"{day}: {written} events scored ({totals.evaluated} ok, {totals.invalid} invalid, "
+        f"{totals.errors} errors)"
+    )
+    return MaterializeResult(
+        metadata={
+            **totals.metadata(),
+            **table_metadata(EVENT_METRICS_TABLE, written),
+        }
+    )
+
+
+# -- passage judgments -----------------------------------------------------------------
+
+
+def passage_rows(judgments: pd.DataFrame) -> list[dict[str, Any]]:
+    """One row per (ok event, passage): ranked position, id, cited, by which requirements."""
+    rows: list[dict[str, Any]] = []
+    for record in judgments.to_dict("records"):
+        if record["status"] != "ok" or record.get("judgment") is None:
+            continue
+        judgment = _judgment_of(record)
+        for position, (passage_id, logged_position) in enumerate(record["ranked_context"], start=1):
+            supporting = [r.id for r in judgment.requirements if str(passage_id) in r.supported_by]
+            rows.append(
+                {
+                    "event_id": record["event_id"],
+                    "position": position,
+                    "logged_position": int(logged_position),
+                    "passage_id": str(passage_id),
+                    "cited": bool(supporting),
+                    "supported_requirements": supporting,
+                }
+            )
+    return rows
+
+
+@asset(
+    partitions_def=daily_partitions,
+    deps=[event_judgments],
+    group_name=GROUP_NAME,
+    kinds={"sql"},
+    backfill_policy=BackfillPolicy.multi_run(1),
+    description=(
+        "The per-passage view: one row per (event, passage) of evaluated events, with its "
+        "ranked position, whether it was cited and by which requirements."
+    ),
+    metadata=table_metadata(PASSAGE_JUDGMENTS_TABLE),
+)
+def passage_judgments(
+    context: AssetExecutionContext, warehouse: WarehouseResource
+) -> MaterializeResult:
+    day = partition_day(context.partition_key)
+    cited = 0
+    events = 0
+    with warehouse.partition_writer(PASSAGE_JUDGMENTS_TABLE, day) as writer:
+        columns = ("event_id", "status", "judgment", "ranked_context")
+        for chunk in warehouse.read_partition(JUDGMENTS_TABLE, day, columns):
+            rows = passage_rows(chunk)
+            cited += sum(1 for row in rows if row["cited"])
+            events += len({row["event_id"] for row in rows})
+            writer.write(rows)
+        written = writer.commit()
+    context.log.info(f"{day}: {written} passages of {events} events, {cited} cited")
+    return MaterializeResult(
+        metadata={
+            "passages": written,
+            "events": events,
+            "cited_passages": cited,
+            "share_cited": float(cited / written) if written else 0.0,
+            **table_metadata(PASSAGE_JUDGMENTS_TABLE, written),
+        }
+    )
+
+
+# -- slice metrics ---------------------------------------------------------------------
+
+
+def default_slice_keys() -> list[str]:
+    """$SEER_SLICE_KEYS (comma-separated metadata keys), else env and feature_flag."""
+    configured = os.environ.get("SEER_SLICE_KEYS", "")
+    keys = [key.strip() for key in configured.split(",") if key.strip()]
+    return keys or list(DEFAULT_SLICE_KEYS)
+
+
+def default_bloat_line() -> float:
+    """$SEER_BLOAT_LINE, else 0.35: precision below it counts as context bloat."""
+    configured = os.environ.get("SEER_BLOAT_LINE", "").strip()
+    if not configured:
+        return DEFAULT_BLOAT_LINE
+    try:
+        value = float(configured)
+    except ValueError:
+        raise WarehouseConfigError(
+            f"SEER_BLOAT_LINE must be a number, got {configured!r}"
+        ) from None
+    if not 0.0 < value <= 1.0:
+        raise WarehouseConfigError(f"SEER_BLOAT_LINE must be in (0, 1], got {value}")
+    return value
+
+
+class SliceMetricsConfig(Config):
+    slice_keys: list[str] | None = Field(
+        default=None,
+        description="Metadata keys to slice by; default $SEER_SLICE_KEYS, else env,feature_flag.",
+    )
+    bloat_line: float | None = Field(
+        default=None,
+        description="Precision below this counts as context bloat; default $SEER_BLOAT_LINE "
+        "or 0.35.",
+    )
+
+    def resolved_slice_keys(self) -> list[str]:
+        keys = self.slice_keys if self.slice_keys is not None else default_slice_keys()
+        bad = [key for key in keys if not isinstance(key, str) or not key.strip()]
+        if bad:
+            raise WarehouseConfigError(f"slice_keys must be non-empty strings, got {bad!r}")
+        return list(dict.fromkeys(key.strip() for key in keys))
+
+    def resolved_bloat_line(self) -> float:
+        return self.bloat_line if self.bloat_line is not None else default_bloat_line()
+
+
+_EVENT_METRIC_READ_COLUMNS = (
+    "event_id",
+    "status",
+    *METRICS,
+    "k",
+    "metadata",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+)
+
+
+def compute_slice_frame(
+    warehouse: WarehouseResource, day: date, slice_keys: Sequence[str], bloat_line: float
+) -> pd.DataFrame:
+    """The day's per-slice aggregates, from `seer_event_metrics`."""
+    scores = warehouse.read_partition_frame(EVENT_METRICS_TABLE, day, _EVENT_METRIC_READ_COLUMNS)
+    scores["partition_date"] = day
+    for metric in METRICS:
+        scores[metric] = pd.to_numeric(scores[metric], errors="coerce")
+    return slice_metrics(scores, slice_keys, bloat_line)
+
+
+def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """DataFrame rows as dicts with NaN turned into None (NULL) and numpy scalars unboxed."""
+    records = []
+    for record in frame.to_dict("records"):
+        records.append(
+            {
+                key: _none_if_nan(value.item() if hasattr(value, "item") else value)
+                for key, value in record.items()
+            }
+        )
+    return records
+
+
+def slice_metadata(frame: pd.DataFrame) -> dict[str, Any]:
+    """Flat numeric keys per slice (`recall/env=prod`, `events/env=prod`) for UI plots."""
+    metadata: dict[str, Any] = {}
+    for record in frame_records(frame):
+        label = record["slice"]
+        metadata[f"events/{label}"] = int(record["events"])
+        for metric in METRICS:
+            value = record.get(f"mean_{metric}")
+            if value is not None:
+                metadata[f"{metric}/{label}"] = float(value)
+    return metadata
+
+
+def slice_markdown(frame: pd.DataFrame) -> str:
+    """A small markdown table of the slices, for the materialization page."""
+    lines = [
+        "| slice | events | invalid | errors | recall | precision | f1 | ndcg |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def fmt(value: Any) -> str:
+        return "–" if value is None else f"{value:.3f}"
+
+    for record in frame_records(frame):
+        lines.append(
+            f"| {_markdown_escape(str(record['slice']))} | {record['events']} | "
+            f"{record['invalid']} | {record['errors']} | {fmt(record['mean_recall'])} | "
+            f"{fmt(record['mean_precision'])} | {fmt(record['mean_f1'])} | "
+            f"{fmt(record['mean_ndcg'])} |"
+        )
+    return "\n".join(lines)
+
+
+def _markdown_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def build_slice_metrics(
+    warehouse: WarehouseResource, day: date, slice_keys: Iterable[str], bloat_line: float
+) -> tuple[pd.DataFrame, int]:
+    """Replace `day` in `seer_slice_metrics`; returns the slice frame and rows written."""
+    frame = compute_slice_frame(warehouse, day, list(slice_keys), bloat_line)
+    with warehouse.partition_writer(SLICE_METRICS_TABLE, day) as writer:
+        writer.write(frame_records(frame))
+        written = writer.commit()
+    return frame, written
+
+
+@asset(
+    name="slice_metrics",
+    partitions_def=daily_partitions,
+    deps=[event_metrics],
+    group_name=GROUP_NAME,
+    kinds={"sql", "pandas"},
+    # One partition per run: partitioned asset checks record one result per run, so a
+    # range run would lose the per-day check results (see docs/pipelines.md).
+    backfill_policy=BackfillPolicy.multi_run(1),
+    description=(
+        "Per (day, slice) aggregates: counts, mean/std/p10 of the metrics over defined "
+        "values, share of events with recall < 1 and with precision below the bloat line, "
+        "mean K, tokens and cost. The slice checks run on this table."
+    ),
+    metadata=table_metadata(SLICE_METRICS_TABLE),
+)
+def slice_metrics_asset(
+    context: AssetExecutionContext, config: SliceMetricsConfig, warehouse: WarehouseResource
+) -> MaterializeResult:
+    day = partition_day(context.partition_key)
+    keys = config.resolved_slice_keys()
+    frame, written = build_slice_metrics(warehouse, day, keys, config.resolved_bloat_line())
+    context.log.info(f"{day}: {written} slices over keys {keys}")
+    return MaterializeResult(
+        metadata={
+            "slices": written,
+            "slice_keys": ", ".join(keys),
+            "slice_table": MetadataValue.md(slice_markdown(frame)),
+            **slice_metadata(frame),
+            **table_metadata(SLICE_METRICS_TABLE, written),
+        }
+    )

@@ -1,0 +1,208 @@
+"""The output tables Seer writes to the warehouse, and their Dagster column schemas.
+
+Every table carries `partition_date`; a partition is replaced as a whole (see
+`WarehouseResource.partition_writer`). Each table has a `__staging` twin where a run
+stages its rows chunk by chunk before the single swap transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sqlalchemy as sa
+from dagster import TableColumn, TableSchema
+
+from seer_metrics.slices import SLICE_COLUMNS
+
+JUDGMENTS_TABLE = "seer_judgments"
+EVENT_METRICS_TABLE = "seer_event_metrics"
+PASSAGE_JUDGMENTS_TABLE = "seer_passage_judgments"
+SLICE_METRICS_TABLE = "seer_slice_metrics"
+
+STAGING_SUFFIX = "__staging"
+STAGING_RUN_COLUMN = "staging_run"
+STAGING_SEQUENCE_COLUMN = "staging_seq"
+
+# Columns shared by the event-level tables: usage of the model calls made for the event
+# by the materialization that wrote the row (zero when the judgment came from the cache).
+_USAGE_COLUMNS = (
+    ("cache_hit", sa.Boolean, "judgment re-used from the cache, no model call"),
+    ("model_calls", sa.Integer, "model calls made for this event by this materialization"),
+    ("prompt_tokens", sa.Integer, "prompt tokens spent on this event by this materialization"),
+    ("completion_tokens", sa.Integer, "completion tokens spent by this materialization"),
+    ("cost_usd", sa.Float, "estimated cost in USD from the evaluator's price table"),
+)
+
+_JUDGMENT_COLUMNS = (
+    ("partition_date", sa.Date, "UTC day of event_ts (the Dagster partition)"),
+    ("event_id", sa.String(255), "event id from the source, or a stable hash of the row"),
+    ("event_ts", sa.DateTime(timezone=True), "when the retrieval happened (UTC)"),
+    ("status", sa.String(16), "ok, invalid (bad row) or error (evaluator failed)"),
+    ("reason", sa.Text, "one-line reason for invalid and error rows"),
+    ("judgment_key", sa.String(64), "content hash of query, context, model and prompt version"),
+    ("judgment", sa.JSON, "requirements with supporting passage ids (restricted to the context)"),
+    ("ranked_context", sa.JSON, "[passage id, logged position] in ranked order"),
+    ("has_ranking", sa.Boolean, "the context carried rank or score (nDCG defined)"),
+    ("n", sa.Integer, "number of context passages"),
+    ("duplicate_ids", sa.Integer, "passage ids renamed because they repeated"),
+    ("metadata", sa.JSON, "the event's metadata object"),
+    *_USAGE_COLUMNS,
+    ("evaluator", sa.String(64), "evaluator name"),
+    ("model", sa.String(255), "evaluator model"),
+    ("prompt_version", sa.String(64), "evaluator prompt version"),
+)
+
+_EVENT_METRIC_COLUMNS = (
+    ("partition_date", sa.Date, "UTC day of event_ts (the Dagster partition)"),
+    ("event_id", sa.String(255), "event id from the source, or a stable hash of the row"),
+    ("event_ts", sa.DateTime(timezone=True), "when the retrieval happened (UTC)"),
+    ("status", sa.String(16), "ok, invalid or error; only ok rows have metrics"),
+    ("reason", sa.Text, "one-line reason for invalid and error rows"),
+    ("recall", sa.Float, "supported requirements / K; NULL when K = 0"),
+    ("precision", sa.Float, "cited passages / N; NULL when N = 0"),
+    ("f1", sa.Float, "harmonic mean of precision and recall; NULL when either is"),
+    ("ndcg", sa.Float, "nDCG of cited passages; NULL without rank/score or citations"),
+    ("k", sa.Integer, "number of requirements"),
+    ("n", sa.Integer, "number of context passages"),
+    ("cited_ids", sa.JSON, "cited passage ids in ranked order"),
+    ("missing_requirements", sa.JSON, "texts of requirements no passage supports"),
+    ("hallucinated_citations", sa.Integer, "citations of ids outside the context, dropped"),
+    ("unverified_citations", sa.Integer, "citations whose quote was not found, dropped"),
+    ("metadata", sa.JSON, "the event's metadata object"),
+    *_USAGE_COLUMNS,
+)
+
+_PASSAGE_COLUMNS = (
+    ("partition_date", sa.Date, "UTC day of event_ts (the Dagster partition)"),
+    ("event_id", sa.String(255), "event the passage was retrieved for"),
+    ("position", sa.Integer, "1-based ranked position"),
+    ("logged_position", sa.Integer, "1-based position in the context as logged"),
+    ("passage_id", sa.String(255), "passage id (or its logged position when it had none)"),
+    ("cited", sa.Boolean, "at least one requirement is supported by this passage"),
+    ("supported_requirements", sa.JSON, "ids of the requirements this passage supports"),
+)
+
+_SLICE_INTEGER_PREFIXES = ("events", "evaluated", "invalid", "errors", "count_", "prompt_tokens")
+_SLICE_DESCRIPTIONS = {
+    "partition_date": "UTC day (the Dagster partition)",
+    "slice": "'all' or key=value of one metadata key",
+    "slice_key": "metadata key of the slice ('all' for the whole day)",
+    "slice_value": "metadata value of the slice ('all' for the whole day)",
+    "events": "ingested events",
+    "evaluated": "events with status ok",
+}
+
+
+def _slice_column_type(name: str) -> sa.types.TypeEngine:
+    if name == "partition_date":
+        return sa.Date()
+    if name in ("slice", "slice_key", "slice_value"):
+        return sa.String(255)
+    if name.startswith(_SLICE_INTEGER_PREFIXES) or name == "completion_tokens":
+        return sa.Integer()
+    return sa.Float()
+
+
+_SLICE_METRIC_COLUMNS = tuple(
+    (name, _slice_column_type(name), _SLICE_DESCRIPTIONS.get(name, "")) for name in SLICE_COLUMNS
+)
+
+TABLE_COLUMNS: dict[str, tuple[tuple[str, object, str], ...]] = {
+    JUDGMENTS_TABLE: _JUDGMENT_COLUMNS,
+    EVENT_METRICS_TABLE: _EVENT_METRIC_COLUMNS,
+    PASSAGE_JUDGMENTS_TABLE: _PASSAGE_COLUMNS,
+    SLICE_METRICS_TABLE: _SLICE_METRIC_COLUMNS,
+}
+
+# The natural key of each table: the swap keeps the first staged row per key.
+TABLE_KEYS: dict[str, tuple[str, ...]] = {
+    JUDGMENTS_TABLE: ("event_id",),
+    EVENT_METRICS_TABLE: ("event_id",),
+    PASSAGE_JUDGMENTS_TABLE: ("event_id", "position"),
+    SLICE_METRICS_TABLE: ("slice",),
+}
+
+
+@dataclass(frozen=True)
+class OutputTables:
+    """SQLAlchemy tables (and their staging twins) in one warehouse schema."""
+
+    metadata: sa.MetaData
+    tables: dict[str, sa.Table]
+    staging: dict[str, sa.Table]
+
+    def __getitem__(self, name: str) -> sa.Table:
+        return self.tables[name]
+
+
+def _column_type(spec: object) -> sa.types.TypeEngine:
+    return spec() if isinstance(spec, type) else spec  # type: ignore[return-value]
+
+
+@lru_cache(maxsize=32)
+def output_tables(schema: str | None) -> OutputTables:
+    """The output tables in `schema` (None = the connection's default schema)."""
+    metadata = sa.MetaData(schema=schema)
+    tables: dict[str, sa.Table] = {}
+    staging: dict[str, sa.Table] = {}
+    for name, columns in TABLE_COLUMNS.items():
+        key = TABLE_KEYS[name]
+        tables[name] = sa.Table(
+            name,
+            metadata,
+            *(
+                sa.Column(col, _column_type(spec), comment=doc or None)
+                for col, spec, doc in columns
+            ),
+            sa.UniqueConstraint("partition_date", *key, name=f"uq_{name}_partition_key"),
+        )
+        staging[name] = sa.Table(
+            name + STAGING_SUFFIX,
+            metadata,
+            sa.Column(STAGING_RUN_COLUMN, sa.String(64), nullable=False, index=True),
+            sa.Column(STAGING_SEQUENCE_COLUMN, sa.Integer, nullable=False),
+            *(sa.Column(col, _column_type(spec)) for col, spec, _ in columns),
+        )
+    return OutputTables(metadata, tables, staging)
+
+
+_DAGSTER_TYPES = {
+    sa.Date: "date",
+    sa.DateTime: "timestamp",
+    sa.Boolean: "boolean",
+    sa.Integer: "integer",
+    sa.Float: "float",
+    sa.JSON: "json",
+    sa.Text: "text",
+    sa.String: "text",
+}
+
+
+def _dagster_type(spec: object) -> str:
+    type_class = spec if isinstance(spec, type) else type(spec)
+    for sql_type, name in _DAGSTER_TYPES.items():
+        if issubclass(type_class, sql_type):
+            return name
+    return "text"
+
+
+def table_schema(name: str) -> TableSchema:
+    """The Dagster `TableSchema` of an output table, shown in the UI's column view."""
+    return TableSchema(
+        columns=[
+            TableColumn(col, _dagster_type(spec), description=doc or None)
+            for col, spec, doc in TABLE_COLUMNS[name]
+        ]
+    )
+
+
+def table_metadata(name: str, partition_rows: int | None = None) -> dict[str, object]:
+    """Dagster's standard table metadata keys: the UI shows the columns and row counts."""
+    metadata: dict[str, object] = {
+        "dagster/column_schema": table_schema(name),
+        "dagster/table_name": name,
+    }
+    if partition_rows is not None:
+        metadata["dagster/partition_row_count"] = int(partition_rows)
+    return metadata

@@ -1,0 +1,67 @@
+"""The Seer code location: `dagster dev -w workspace.yaml` loads `defs` from here."""
+
+from __future__ import annotations
+
+import os
+
+from dagster import (
+    AssetSelection,
+    Definitions,
+    EnvVar,
+    build_schedule_from_partitioned_job,
+    define_asset_job,
+)
+
+from seer_pipelines.assets.events import retrieval_events
+from seer_pipelines.assets.judgments import event_judgments
+from seer_pipelines.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
+from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+
+EVALUATOR_TAG = "seer/evaluator"
+# Hour (UTC) at which yesterday's partition is processed: late enough for late events.
+SCHEDULE_HOUR_UTC = int(os.environ.get("SEER_SCHEDULE_HOUR_UTC", "2"))
+
+ASSETS = [retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics_asset]
+
+
+def evaluator_kind() -> str:
+    return EvaluatorResource().resolved_kind()
+
+
+def build_resources() -> dict[str, object]:
+    """Resources from the environment; the API key is an EnvVar, so it is never logged."""
+    api_key = EnvVar("OPENAI_API_KEY") if os.environ.get("OPENAI_API_KEY") else None
+    return {
+        "warehouse": WarehouseResource(),
+        "evaluator": EvaluatorResource(api_key=api_key),
+    }
+
+
+# Every run of this job is tagged with the evaluator kind, so the run queue's tag
+# concurrency limit (dagster.yaml) keeps backfills with a paid judge under its rate limit.
+seer_daily_job = define_asset_job(
+    name="seer_daily_job",
+    selection=AssetSelection.assets(
+        event_judgments, event_metrics, passage_judgments, slice_metrics_asset
+    ),
+    tags={EVALUATOR_TAG: evaluator_kind()},
+    description="One day: judge the events, score them, aggregate per slice, run the checks.",
+)
+
+# Yesterday's partition (the last complete UTC day), every day at SCHEDULE_HOUR_UTC.
+seer_daily_schedule = build_schedule_from_partitioned_job(
+    seer_daily_job, name="seer_daily_schedule", hour_of_day=SCHEDULE_HOUR_UTC
+)
+
+# Asset checks, sensors and the Slack resource of the alerting side are added here.
+ASSET_CHECKS: list = []
+SENSORS: list = []
+
+defs = Definitions(
+    assets=ASSETS,
+    asset_checks=ASSET_CHECKS,
+    jobs=[seer_daily_job],
+    schedules=[seer_daily_schedule],
+    sensors=SENSORS,
+    resources=build_resources(),
+)

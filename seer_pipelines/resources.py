@@ -1,0 +1,474 @@
+"""Dagster resources: the warehouse (SQLAlchemy) and the evaluator.
+
+Every setting can come from Dagster config or, when left unset, from the environment
+(`SEER_WAREHOUSE_URL`, `SEER_EVENTS_TABLE`, `SEER_EVALUATOR`, ...), so the same code
+location runs on a laptop (SQLite file) and in production (PostgreSQL) without edits.
+Identifiers taken from config are validated; values are always bound parameters.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr
+
+from seer_metrics.cache import JudgmentStore
+from seer_metrics.evaluators.base import Evaluator
+from seer_pipelines.assets.tables import (
+    STAGING_RUN_COLUMN,
+    STAGING_SEQUENCE_COLUMN,
+    TABLE_KEYS,
+    OutputTables,
+    output_tables,
+)
+
+DEFAULT_EVENTS_TABLE = "retrieval_events"
+DEFAULT_WAREHOUSE_PATH = Path(".seer") / "warehouse.sqlite"
+
+# Plain SQL identifiers only: no quotes, dots or spaces can reach a statement.
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+class WarehouseConfigError(ValueError):
+    """A warehouse setting (URL, table or column name) that cannot be used."""
+
+
+def validate_identifier(value: str, setting: str) -> str:
+    """Return `value` if it is a plain SQL identifier, else raise naming the setting."""
+    if not isinstance(value, str) or not _IDENTIFIER.match(value):
+        raise WarehouseConfigError(
+            f"{setting}={value!r} is not a valid identifier "
+            "(letters, digits and underscores, not starting with a digit, at most 63 chars)"
+        )
+    return value
+
+
+def default_warehouse_url(base: Path | None = None) -> str:
+    """The local SQLite warehouse: `.seer/warehouse.sqlite` under `base` (default: cwd)."""
+    path = ((base or Path.cwd()) / DEFAULT_WAREHOUSE_PATH).resolve()
+    return f"sqlite:///{path}"
+
+
+def normalise_url(url: str) -> str:
+    """Make `postgresql://` use psycopg2: SQLAlchemy 2.1 maps it to psycopg 3, not installed."""
+    url = url.strip()
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg2://" + url[len(prefix) :]
+    return url
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password hidden, safe for logs and metadata."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparseable url>"
+
+
+def create_warehouse_engine(url: str, schema: str | None = None) -> sa.Engine:
+    """An engine for `url`; SQLite gets WAL so a streaming read and writes can overlap.
+
+    On PostgreSQL the session runs in UTC and, with `schema`, searches that schema first,
+    so tables created by other components on this engine (the judgment cache) land there.
+    """
+    url = normalise_url(url)
+    try:
+        parsed = sa.engine.make_url(url)
+    except Exception as error:
+        raise WarehouseConfigError(
+            f"SEER_WAREHOUSE_URL / url is not a SQLAlchemy URL: {redact_url(url)} ({error})"
+        ) from None
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(parsed, connect_args={"timeout": 60})
+
+        @sa.event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA busy_timeout=60000")
+            cursor.close()
+
+        return engine
+    connect_args: dict[str, Any] = {}
+    if parsed.get_backend_name() == "postgresql":
+        # Day boundaries are UTC whatever the server's TimeZone setting.
+        options = "-c timezone=UTC"
+        if schema:
+            options += f" -c search_path={validate_identifier(schema, 'db_schema')},public"
+        connect_args["options"] = options
+    return sa.create_engine(parsed, connect_args=connect_args, pool_pre_ping=True)
+
+
+def day_bounds(day: date) -> tuple[datetime, datetime]:
+    """[day, day + 1) in UTC, as naive datetimes (warehouses store UTC)."""
+    start = datetime.combine(day, time.min)
+    return start, start + timedelta(days=1)
+
+
+class PartitionWriter:
+    """Stages one partition's rows chunk by chunk, then swaps them in with one transaction.
+
+    Memory stays bounded (rows go to the `__staging` table as they come) and readers
+    never see half a partition: `commit()` deletes the partition's rows and inserts the
+    staged ones (first row per natural key) in a single transaction.
+    """
+
+    def __init__(self, engine: sa.Engine, tables: OutputTables, name: str, day: date) -> None:
+        self._engine = engine
+        self._table = tables[name]
+        self._staging = tables.staging[name]
+        self._key = TABLE_KEYS[name]
+        self._day = day
+        self._run = uuid.uuid4().hex
+        self._sequence = 0
+        self.staged_rows = 0
+        with engine.begin() as connection:
+            # Rows staged by a crashed earlier run of this partition are garbage.
+            connection.execute(self._staging.delete().where(self._staging.c.partition_date == day))
+
+    def write(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Stage rows (dicts keyed by column name; partition_date is set here)."""
+        if not rows:
+            return
+        columns = [c.name for c in self._table.columns]
+        staged = []
+        for row in rows:
+            record = {column: row.get(column) for column in columns}
+            record["partition_date"] = self._day
+            record[STAGING_RUN_COLUMN] = self._run
+            record[STAGING_SEQUENCE_COLUMN] = self._sequence
+            self._sequence += 1
+            staged.append(record)
+        with self._engine.begin() as connection:
+            connection.execute(self._staging.insert(), staged)
+        self.staged_rows += len(staged)
+
+    def commit(self) -> int:
+        """Replace the partition with the staged rows; returns the number of rows kept."""
+        staging = self._staging
+        columns = [c.name for c in self._table.columns]
+        first_per_key = (
+            sa.select(sa.func.min(staging.c[STAGING_SEQUENCE_COLUMN]))
+            .where(staging.c[STAGING_RUN_COLUMN] == self._run)
+            .group_by(*(staging.c[k] for k in self._key))
+        )
+        kept = sa.select(*(staging.c[c] for c in columns)).where(
+            staging.c[STAGING_RUN_COLUMN] == self._run,
+            staging.c[STAGING_SEQUENCE_COLUMN].in_(first_per_key),
+        )
+        with self._engine.begin() as connection:
+            connection.execute(
+                self._table.delete().where(self._table.c.partition_date == self._day)
+            )
+            connection.execute(self._table.insert().from_select(columns, kept))
+            connection.execute(staging.delete().where(staging.c[STAGING_RUN_COLUMN] == self._run))
+            count = connection.execute(
+                sa.select(sa.func.count())
+                .select_from(self._table)
+                .where(self._table.c.partition_date == self._day)
+            ).scalar_one()
+        return int(count)
+
+    def abort(self) -> None:
+        with self._engine.begin() as connection:
+            connection.execute(
+                self._staging.delete().where(self._staging.c[STAGING_RUN_COLUMN] == self._run)
+            )
+
+
+class WarehouseResource(ConfigurableResource):
+    """The warehouse holding the source events table and Seer's output tables."""
+
+    url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL; default $SEER_WAREHOUSE_URL, else a SQLite file "
+        ".seer/warehouse.sqlite under the working directory. postgresql:// uses psycopg2.",
+    )
+    db_schema: str | None = Field(
+        default=None,
+        description="Database schema of the events and output tables; default "
+        "$SEER_WAREHOUSE_SCHEMA, else the connection's default schema.",
+    )
+    events_table: str | None = Field(
+        default=None, description="Source table; default $SEER_EVENTS_TABLE or retrieval_events."
+    )
+    event_id_column: str = Field(
+        default="event_id",
+        description="Column with the event id; when the table lacks it, a stable hash "
+        "of the row is used.",
+    )
+    event_ts_column: str = Field(default="event_ts", description="UTC timestamp column.")
+    task_column: str = Field(default="task", description="Column with the user query.")
+    context_column: str = Field(default="context", description="Column with the passages (JSON).")
+    metadata_column: str = Field(
+        default="metadata", description="Column with the metadata object (JSON)."
+    )
+    chunk_size: int = Field(
+        default=500, gt=0, description="Events read, judged and written per chunk."
+    )
+
+    _engine: sa.Engine | None = PrivateAttr(default=None)
+
+    # -- settings ---------------------------------------------------------------------
+
+    def resolved_url(self) -> str:
+        url = self.url or os.environ.get("SEER_WAREHOUSE_URL") or default_warehouse_url()
+        return normalise_url(url)
+
+    def resolved_schema(self) -> str | None:
+        schema = self.db_schema or os.environ.get("SEER_WAREHOUSE_SCHEMA") or None
+        return validate_identifier(schema, "db_schema / SEER_WAREHOUSE_SCHEMA") if schema else None
+
+    def resolved_events_table(self) -> str:
+        name = self.events_table or os.environ.get("SEER_EVENTS_TABLE") or DEFAULT_EVENTS_TABLE
+        return validate_identifier(name, "events_table / SEER_EVENTS_TABLE")
+
+    def source_columns(self) -> dict[str, str]:
+        """Logical field -> validated column name in the events table."""
+        columns = {
+            "event_id": self.event_id_column,
+            "event_ts": self.event_ts_column,
+            "task": self.task_column,
+            "context": self.context_column,
+            "metadata": self.metadata_column,
+        }
+        return {
+            field: validate_identifier(column, f"{field}_column")
+            for field, column in columns.items()
+        }
+
+    def describe(self) -> str:
+        """Where this warehouse is, with the password hidden."""
+        return redact_url(self.resolved_url())
+
+    # -- engine -----------------------------------------------------------------------
+
+    def get_engine(self) -> sa.Engine:
+        if self._engine is None:
+            self._engine = create_warehouse_engine(self.resolved_url(), self.resolved_schema())
+        return self._engine
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        self._engine = None
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        self.dispose()
+
+    def dispose(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    # -- output tables ----------------------------------------------------------------
+
+    def output_tables(self) -> OutputTables:
+        return output_tables(self.resolved_schema())
+
+    def ensure_output_tables(self) -> OutputTables:
+        """Create the output tables (and staging twins) if they do not exist."""
+        tables = self.output_tables()
+        tables.metadata.create_all(self.get_engine(), checkfirst=True)
+        return tables
+
+    @contextmanager
+    def partition_writer(self, table: str, day: date) -> Iterator[PartitionWriter]:
+        """Stage rows of `table` for `day`; on success swap them in, on error discard them."""
+        tables = self.ensure_output_tables()
+        writer = PartitionWriter(self.get_engine(), tables, table, day)
+        try:
+            yield writer
+        except BaseException:
+            writer.abort()
+            raise
+
+    def read_partition(
+        self, table: str, day: date, columns: Sequence[str] | None = None
+    ) -> Iterator[pd.DataFrame]:
+        """One day's rows of an output table, `chunk_size` rows at a time, in key order."""
+        sql_table = self.output_tables()[table]
+        selected = [sql_table.c[c] for c in columns] if columns else list(sql_table.columns)
+        query = (
+            sa.select(*selected)
+            .where(sql_table.c.partition_date == day)
+            .order_by(*(sql_table.c[k] for k in TABLE_KEYS[table]))
+        )
+        with self.get_engine().connect() as connection:
+            result = connection.execution_options(yield_per=self.chunk_size).execute(query)
+            names = list(result.keys())
+            for rows in result.partitions():
+                yield pd.DataFrame([tuple(r) for r in rows], columns=names)
+
+    def read_partition_frame(
+        self, table: str, day: date, columns: Sequence[str] | None = None
+    ) -> pd.DataFrame:
+        frames = list(self.read_partition(table, day, columns))
+        if frames:
+            return pd.concat(frames, ignore_index=True)
+        sql_table = self.output_tables()[table]
+        return pd.DataFrame(columns=list(columns) if columns else [c.name for c in sql_table.c])
+
+    def read_table_range(
+        self, table: str, start: date, end: date, columns: Sequence[str] | None = None
+    ) -> pd.DataFrame:
+        """Rows of an output table with start <= partition_date <= end (e.g. a baseline)."""
+        tables = self.ensure_output_tables()
+        sql_table = tables[table]
+        selected = [sql_table.c[c] for c in columns] if columns else list(sql_table.columns)
+        query = sa.select(*selected).where(
+            sql_table.c.partition_date >= start, sql_table.c.partition_date <= end
+        )
+        with self.get_engine().connect() as connection:
+            result = connection.execute(query)
+            return pd.DataFrame([tuple(r) for r in result], columns=list(result.keys()))
+
+    def count_partition(self, table: str, day: date) -> int:
+        sql_table = self.output_tables()[table]
+        query = (
+            sa.select(sa.func.count())
+            .select_from(sql_table)
+            .where(sql_table.c.partition_date == day)
+        )
+        with self.get_engine().connect() as connection:
+            return int(connection.execute(query).scalar_one())
+
+    # -- source events ----------------------------------------------------------------
+
+    def events_table_object(self) -> sa.Table:
+        """The source table, reflected; raises a clear error when it or a column is missing."""
+        name = self.resolved_events_table()
+        schema = self.resolved_schema()
+        try:
+            table = sa.Table(name, sa.MetaData(schema=schema), autoload_with=self.get_engine())
+        except sa.exc.NoSuchTableError:
+            where = f"{schema}.{name}" if schema else name
+            raise WarehouseConfigError(
+                f"events table {where!r} not found in {self.describe()} "
+                "(set events_table / SEER_EVENTS_TABLE, or run `seer seed`)"
+            ) from None
+        columns = self.source_columns()
+        for field, column in columns.items():
+            if field != "event_id" and column not in table.c:
+                raise WarehouseConfigError(
+                    f"events table {name!r} has no column {column!r} ({field}_column); "
+                    f"it has {sorted(table.c.keys())}"
+                )
+        return table
+
+    def iter_event_chunks(self, day: date) -> Iterator[list[dict[str, Any]]]:
+        """The day's source rows (event_ts in [day, day + 1) UTC) in chunks of `chunk_size`.
+
+        Each row is a dict with `event_id` (omitted when the table has no id column, so a
+        stable hash is derived), `event_ts`, `task`, `context` and `metadata`. The rows are
+        streamed (server-side cursor), so memory is bounded by the chunk size.
+        """
+        table = self.events_table_object()
+        columns = self.source_columns()
+        selected = [
+            table.c[column].label(field) for field, column in columns.items() if column in table.c
+        ]
+        ts = table.c[columns["event_ts"]]
+        start, end = day_bounds(day)
+        order = [ts]
+        if columns["event_id"] in table.c:
+            order.append(table.c[columns["event_id"]])
+        query = sa.select(*selected).where(ts >= start, ts < end).order_by(*order)
+        with self.get_engine().connect() as connection:
+            result = connection.execution_options(
+                stream_results=True, yield_per=self.chunk_size
+            ).execute(query)
+            for rows in result.partitions():
+                yield [dict(row._mapping) for row in rows]
+
+    def count_events(self, day: date) -> int:
+        table = self.events_table_object()
+        ts = table.c[self.source_columns()["event_ts"]]
+        start, end = day_bounds(day)
+        query = sa.select(sa.func.count()).select_from(table).where(ts >= start, ts < end)
+        with self.get_engine().connect() as connection:
+            return int(connection.execute(query).scalar_one())
+
+
+def utc_now() -> datetime:
+    return datetime.now(tz=UTC)
+
+
+class EvaluatorResource(ConfigurableResource):
+    """Builds the evaluator (offline lexical heuristic or an OpenAI-compatible judge)."""
+
+    kind: str | None = Field(
+        default=None, description="lexical or openai; default $SEER_EVALUATOR, else lexical."
+    )
+    model: str | None = Field(
+        default=None, description="Judge model; default $SEER_EVALUATOR_MODEL."
+    )
+    api_key: str | None = Field(
+        default=None,
+        description="API key for the openai evaluator; pass EnvVar('OPENAI_API_KEY'). "
+        "Never logged.",
+    )
+    base_url: str | None = Field(
+        default=None,
+        description="OpenAI-compatible endpoint (Azure, vLLM, Ollama); default $OPENAI_BASE_URL.",
+    )
+    max_concurrency: int | None = Field(
+        default=None, description="Concurrent requests to the judge."
+    )
+    requests_per_minute: int | None = Field(
+        default=None, description="Client-side request budget per minute."
+    )
+    tokens_per_minute: int | None = Field(
+        default=None, description="Client-side token budget per minute."
+    )
+    timeout_seconds: float | None = Field(default=None, description="Per-request timeout.")
+    max_retries: int | None = Field(
+        default=None, description="Retries on transport errors and 429s."
+    )
+
+    def resolved_kind(self) -> str:
+        kind = (self.kind or os.environ.get("SEER_EVALUATOR") or "lexical").strip().lower()
+        if kind not in ("lexical", "openai"):
+            raise ValueError(f"SEER_EVALUATOR / kind must be 'lexical' or 'openai', got {kind!r}")
+        return kind
+
+    def resolved_model(self) -> str | None:
+        return self.model or os.environ.get("SEER_EVALUATOR_MODEL") or None
+
+    def build(self, store: JudgmentStore | None = None) -> Evaluator:
+        """A fresh evaluator; settings left unset fall back to the evaluator's defaults.
+
+        `store` lets the LLM judge re-use cached requirement lists (phase 1) across runs.
+        """
+        from seer_metrics.evaluators import build_evaluator
+
+        kind = self.resolved_kind()
+        if kind == "lexical":
+            return build_evaluator(kind, model=self.resolved_model(), store=store)
+        options: dict[str, Any] = {
+            "api_key": self.api_key,
+            "base_url": self.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            "max_concurrency": self.max_concurrency,
+            "requests_per_minute": self.requests_per_minute,
+            "tokens_per_minute": self.tokens_per_minute,
+            "timeout_seconds": self.timeout_seconds,
+            "max_retries": self.max_retries,
+        }
+        return build_evaluator(
+            kind,
+            model=self.resolved_model(),
+            store=store,
+            **{key: value for key, value in options.items() if value is not None},
+        )

@@ -1,0 +1,385 @@
+"""Materialize the Seer assets on a SQLite warehouse: counts, idempotence, backfill, resume."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import date, timedelta
+from typing import Any, ClassVar
+
+import pytest
+import sqlalchemy as sa
+from dagster import (
+    AssetKey,
+    DagsterInstance,
+    Definitions,
+    FloatMetadataValue,
+    IntMetadataValue,
+    TableSchemaMetadataValue,
+    instance_for_test,
+    materialize,
+)
+
+from seer_metrics.cache import judgment_key
+from seer_metrics.evaluators.base import EvaluationOutcome
+from seer_metrics.evaluators.lexical import LexicalEvaluator
+from seer_metrics.events import InvalidEventError, RetrievalEvent
+from seer_pipelines.assets.events import retrieval_events
+from seer_pipelines.assets.judgments import event_judgments
+from seer_pipelines.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
+from seer_pipelines.assets.tables import (
+    EVENT_METRICS_TABLE,
+    JUDGMENTS_TABLE,
+    PASSAGE_JUDGMENTS_TABLE,
+    SLICE_METRICS_TABLE,
+)
+from seer_pipelines.definitions import seer_daily_job
+from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_testing.synthetic import generate_events, write_events
+
+ASSETS = [retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics_asset]
+OUTPUT_TABLES = (JUDGMENTS_TABLE, EVENT_METRICS_TABLE, PASSAGE_JUDGMENTS_TABLE, SLICE_METRICS_TABLE)
+LAST_DAY = date(2026, 11, 29)
+CHUNK_SIZE = 16
+
+
+class CountingEvaluator:
+    """The lexical judge, counting the events it is asked to judge (each one 'model call').
+
+    With `fail_after_batches`, it raises on the batch after that many: a crash mid-run.
+    """
+
+    name = "lexical"
+    calls: ClassVar[list[str]] = []
+
+    def __init__(self, fail_after_batches: int | None = None) -> None:
+        self.inner = LexicalEvaluator()
+        self.model = self.inner.model
+        self.prompt_version = self.inner.prompt_version
+        self.fail_after_batches = fail_after_batches
+        self.batches = 0
+
+    async def evaluate(self, events: Sequence[RetrievalEvent]) -> list[EvaluationOutcome]:
+        if self.fail_after_batches is not None and self.batches >= self.fail_after_batches:
+            raise RuntimeError("evaluator crashed (injected)")
+        self.batches += 1
+        CountingEvaluator.calls.extend(event.event_id for event in events)
+        outcomes = await self.inner.evaluate(events)
+        return [replace(outcome, model_calls=1) for outcome in outcomes]
+
+
+class CountingEvaluatorResource(EvaluatorResource):
+    """EvaluatorResource whose `build` returns the counting lexical judge."""
+
+    fail_after_batches: int | None = None
+
+    def build(self, store: Any = None) -> CountingEvaluator:
+        return CountingEvaluator(self.fail_after_batches)
+
+
+@pytest.fixture(autouse=True)
+def _reset_calls() -> None:
+    CountingEvaluator.calls.clear()
+
+
+def seed_warehouse(
+    warehouse: WarehouseResource,
+    days: int = 3,
+    events_per_day: int = 60,
+    with_event_id: bool = True,
+) -> list[dict[str, Any]]:
+    records = list(generate_events(days, end_day=LAST_DAY, events_per_day=events_per_day, seed=11))
+    write_events(
+        warehouse.get_engine(),
+        records,
+        schema=warehouse.resolved_schema(),
+        table_name=warehouse.resolved_events_table(),
+        with_event_id=with_event_id,
+    )
+    return records
+
+
+def records_of(records: list[dict[str, Any]], day: date) -> list[dict[str, Any]]:
+    return [r for r in records if r["event_ts"].date() == day]
+
+
+def distinct_judgment_keys(records: list[dict[str, Any]]) -> set[str]:
+    keys = set()
+    for record in records:
+        try:
+            event = RetrievalEvent.from_record(record)
+        except InvalidEventError:
+            continue
+        evaluator = LexicalEvaluator()
+        keys.add(judgment_key(event, evaluator.model, evaluator.prompt_version))
+    return keys
+
+
+def resources(warehouse: WarehouseResource, **evaluator: Any) -> dict[str, Any]:
+    return {"warehouse": warehouse, "evaluator": CountingEvaluatorResource(**evaluator)}
+
+
+def run_day(
+    warehouse: WarehouseResource,
+    instance: DagsterInstance,
+    day: date,
+    raise_on_error: bool = True,
+    **evaluator: Any,
+):
+    return materialize(
+        ASSETS,
+        partition_key=day.isoformat(),
+        resources=resources(warehouse, **evaluator),
+        instance=instance,
+        raise_on_error=raise_on_error,
+    )
+
+
+def table_counts(warehouse: WarehouseResource, day: date) -> dict[str, int]:
+    return {table: warehouse.count_partition(table, day) for table in OUTPUT_TABLES}
+
+
+def metadata_of(result, asset: str) -> dict[str, Any]:
+    [materialization] = result.asset_materializations_for_node(asset)
+    return materialization.metadata
+
+
+@pytest.fixture
+def warehouse(tmp_path) -> WarehouseResource:
+    resource = WarehouseResource(
+        url=f"sqlite:///{tmp_path / 'warehouse.sqlite'}", chunk_size=CHUNK_SIZE
+    )
+    yield resource
+    resource.dispose()
+
+
+def check_partition(warehouse: WarehouseResource, records: list[dict[str, Any]], result) -> None:
+    """The invariants of one materialized day, shared with the PostgreSQL tests."""
+    day_records = records_of(records, LAST_DAY)
+    assert result.success
+    metrics = warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)
+    # Every ingested event exactly once, with a status.
+    assert len(metrics) == len(day_records)
+    assert sorted(metrics["event_id"]) == sorted(r["event_id"] for r in day_records)
+    assert set(metrics["status"]) <= {"ok", "invalid", "error"}
+    invalid = 0
+    for record in day_records:
+        try:
+            RetrievalEvent.from_record(record)
+        except InvalidEventError:
+            invalid += 1
+    assert (metrics["status"] == "invalid").sum() == invalid
+    invalid_rows = metrics[metrics["status"] == "invalid"]
+    assert invalid_rows["recall"].isna().all()
+    assert all(reason and ":" in reason for reason in invalid_rows["reason"])
+    ok = metrics[metrics["status"] == "ok"]
+    assert ok["recall"].between(0, 1).all()
+    assert ok["k"].min() >= 1
+
+    passages = warehouse.read_partition_frame(PASSAGE_JUDGMENTS_TABLE, LAST_DAY)
+    assert len(passages) == int(ok["n"].sum())
+    assert passages["cited"].sum() == sum(len(ids) for ids in ok["cited_ids"])
+
+    slices = warehouse.read_partition_frame(SLICE_METRICS_TABLE, LAST_DAY)
+    everything = slices[slices["slice"] == "all"].iloc[0]
+    assert everything["events"] == len(day_records)
+    assert everything["invalid"] == invalid
+    assert everything["mean_recall"] == pytest.approx(ok["recall"].mean())
+    assert {"env=prod", "feature_flag=retrieval-v2"} <= set(slices["slice"])
+
+    judged = metadata_of(result, "event_judgments")
+    assert judged["events"] == IntMetadataValue(len(day_records))
+    assert judged["invalid"] == IntMetadataValue(invalid)
+    assert isinstance(judged["dagster/column_schema"], TableSchemaMetadataValue)
+    scored = metadata_of(result, "event_metrics")
+    assert isinstance(scored["mean_recall"], FloatMetadataValue)
+    assert scored["mean_recall"].value == pytest.approx(ok["recall"].mean())
+    for metric in ("mean_precision", "mean_f1", "mean_ndcg"):
+        assert isinstance(scored[metric], FloatMetadataValue)
+    sliced = metadata_of(result, "slice_metrics")
+    prod = slices[slices["slice"] == "env=prod"].iloc[0]
+    assert sliced["recall/env=prod"] == FloatMetadataValue(float(prod["mean_recall"]))
+    assert sliced["events/env=prod"] == IntMetadataValue(int(prod["events"]))
+
+
+def test_materialize_every_asset_for_one_partition(warehouse) -> None:
+    records = seed_warehouse(warehouse)
+    with instance_for_test() as instance:
+        result = run_day(warehouse, instance, LAST_DAY)
+        check_partition(warehouse, records, result)
+        # Chunks were small, so the day went through the pipeline in several pieces.
+        assert metadata_of(result, "event_judgments")["chunks"].value > 2
+        # Only the requested day was written.
+        assert warehouse.count_partition(EVENT_METRICS_TABLE, LAST_DAY - timedelta(days=1)) == 0
+
+
+def test_injected_regression_shows_in_prod_and_v2_slices(warehouse) -> None:
+    seed_warehouse(warehouse, days=3, events_per_day=150)
+    with instance_for_test() as instance:
+        run_day(warehouse, instance, LAST_DAY - timedelta(days=2))
+        run_day(warehouse, instance, LAST_DAY)
+    before = warehouse.read_partition_frame(SLICE_METRICS_TABLE, LAST_DAY - timedelta(days=2))
+    after = warehouse.read_partition_frame(SLICE_METRICS_TABLE, LAST_DAY)
+
+    def recall(frame, label):
+        return float(frame.loc[frame["slice"] == label, "mean_recall"].iloc[0])
+
+    assert recall(before, "env=prod") == 1.0
+    assert recall(after, "env=prod") < 0.8
+    assert recall(after, "feature_flag=retrieval-v2") < recall(before, "feature_flag=retrieval-v2")
+    assert recall(after, "feature_flag=retrieval-v1") > 0.95
+
+
+def test_rematerializing_a_partition_keeps_counts_and_makes_no_model_call(warehouse) -> None:
+    records = seed_warehouse(warehouse)
+    with instance_for_test() as instance:
+        first = run_day(warehouse, instance, LAST_DAY)
+        counts = table_counts(warehouse, LAST_DAY)
+        first_calls = len(CountingEvaluator.calls)
+        assert first_calls == len(distinct_judgment_keys(records_of(records, LAST_DAY)))
+        assert metadata_of(first, "event_judgments")["model_calls"].value == first_calls
+
+        CountingEvaluator.calls.clear()
+        second = run_day(warehouse, instance, LAST_DAY)
+        assert CountingEvaluator.calls == []
+        assert table_counts(warehouse, LAST_DAY) == counts
+        judged = metadata_of(second, "event_judgments")
+        assert judged["model_calls"].value == 0
+        ok = (warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)["status"] == "ok").sum()
+        assert judged["cache_hits"].value == ok
+        # The metrics do not move when the judgments come from the cache.
+        assert (
+            metadata_of(second, "event_metrics")["mean_f1"]
+            == metadata_of(first, "event_metrics")["mean_f1"]
+        )
+        # No staging rows are left behind.
+        with warehouse.get_engine().connect() as connection:
+            for table in OUTPUT_TABLES:
+                staged = connection.execute(
+                    sa.text(f"select count(*) from {table}__staging")
+                ).scalar_one()
+                assert staged == 0
+
+
+def test_three_day_backfill_through_the_job(warehouse) -> None:
+    records = seed_warehouse(warehouse, days=3)
+    days = [LAST_DAY - timedelta(days=offset) for offset in (2, 1, 0)]
+    definitions = Definitions(assets=ASSETS, jobs=[seer_daily_job], resources=resources(warehouse))
+    job = definitions.resolve_job_def("seer_daily_job")
+    with instance_for_test() as instance:
+        for day in days:  # what `dagster job backfill` launches: one run per partition
+            assert job.execute_in_process(partition_key=day.isoformat(), instance=instance).success
+        materialized = instance.get_materialized_partitions(AssetKey("slice_metrics"))
+        assert materialized == {day.isoformat() for day in days}
+        runs = instance.get_runs()
+        assert len(runs) == 3
+        assert all(run.tags.get("seer/evaluator") for run in runs)
+    for day in days:
+        assert warehouse.count_partition(EVENT_METRICS_TABLE, day) == len(records_of(records, day))
+    history = warehouse.read_table_range(SLICE_METRICS_TABLE, days[0], days[-1])
+    assert sorted(set(history["partition_date"])) == days
+
+
+def test_crashed_run_resumes_without_rejudging(warehouse) -> None:
+    records = seed_warehouse(warehouse, days=1, events_per_day=90)
+    keys = distinct_judgment_keys(records_of(records, LAST_DAY))
+    with instance_for_test() as instance:
+        crashed = run_day(warehouse, instance, LAST_DAY, raise_on_error=False, fail_after_batches=2)
+        assert not crashed.success
+        judged_before_crash = len(CountingEvaluator.calls)
+        assert 0 < judged_before_crash < len(keys)
+        # The crash left no half partition behind.
+        assert warehouse.count_partition(JUDGMENTS_TABLE, LAST_DAY) == 0
+
+        CountingEvaluator.calls.clear()
+        resumed = run_day(warehouse, instance, LAST_DAY)
+        assert resumed.success
+        # Only the events the crashed run had not judged reach the evaluator.
+        assert len(CountingEvaluator.calls) == len(keys) - judged_before_crash
+        judged = metadata_of(resumed, "event_judgments")
+        assert judged["model_calls"].value == len(keys) - judged_before_crash
+    assert warehouse.count_partition(EVENT_METRICS_TABLE, LAST_DAY) == len(
+        records_of(records, LAST_DAY)
+    )
+
+
+def test_a_table_without_event_id_gets_stable_derived_ids(tmp_path) -> None:
+    warehouse = WarehouseResource(
+        url=f"sqlite:///{tmp_path / 'no_ids.sqlite'}", chunk_size=CHUNK_SIZE
+    )
+    records = seed_warehouse(warehouse, days=1, events_per_day=40, with_event_id=False)
+    with instance_for_test() as instance:
+        run_day(warehouse, instance, LAST_DAY)
+        first = sorted(warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)["event_id"])
+        run_day(warehouse, instance, LAST_DAY)
+        second = sorted(warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)["event_id"])
+    warehouse.dispose()
+    assert first == second
+    assert len(first) == len(set(first)) == len(records_of(records, LAST_DAY))
+    assert all(event_id.startswith("h_") for event_id in first)
+
+
+def test_duplicate_event_ids_are_kept_once(warehouse) -> None:
+    records = list(generate_events(1, end_day=LAST_DAY, events_per_day=30, seed=3))
+    # The same event logged twice (a retried log shipper) under the same id.
+    copy = dict(records[0], event_ts=records[0]["event_ts"] + timedelta(seconds=1))
+    table = sa.Table(
+        "retrieval_events",
+        sa.MetaData(),
+        sa.Column("event_id", sa.String(255)),
+        sa.Column("event_ts", sa.DateTime),
+        sa.Column("task", sa.Text),
+        sa.Column("context", sa.Text),
+        sa.Column("metadata", sa.Text),
+    )
+    table.metadata.create_all(warehouse.get_engine())
+    with warehouse.get_engine().begin() as connection:
+        connection.execute(table.insert(), [*records, copy])
+    with instance_for_test() as instance:
+        result = run_day(warehouse, instance, LAST_DAY)
+    assert metadata_of(result, "event_judgments")["duplicate_event_ids"].value == 1
+    metrics = warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)
+    assert len(metrics) == len(records) == metrics["event_id"].nunique()
+
+
+def test_a_missing_events_table_fails_with_a_clear_error(warehouse) -> None:
+    with instance_for_test() as instance:
+        result = run_day(warehouse, instance, LAST_DAY, raise_on_error=False)
+    assert not result.success
+    [failure] = [event for event in result.all_events if event.is_step_failure]
+    message = failure.step_failure_data.error.message + str(failure.step_failure_data.error.cause)
+    assert "retrieval_events" in message and "not found" in message
+
+
+def test_evaluator_errors_are_stored_with_a_reason(warehouse) -> None:
+    class FlakyEvaluator(CountingEvaluator):
+        async def evaluate(self, events):
+            outcomes = await super().evaluate(events)
+            return [
+                EvaluationOutcome(o.event_id, "error", reason="timeout: judge did not answer")
+                if index % 5 == 0
+                else o
+                for index, o in zip(itertools.count(), outcomes)
+            ]
+
+    class FlakyResource(EvaluatorResource):
+        def build(self, store: Any = None) -> CountingEvaluator:
+            return FlakyEvaluator()
+
+    records = seed_warehouse(warehouse, days=1)
+    with instance_for_test() as instance:
+        result = materialize(
+            ASSETS,
+            partition_key=LAST_DAY.isoformat(),
+            resources={"warehouse": warehouse, "evaluator": FlakyResource()},
+            instance=instance,
+        )
+    metrics = warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)
+    errors = metrics[metrics["status"] == "error"]
+    assert len(errors) > 0
+    assert len(metrics) == len(records_of(records, LAST_DAY))
+    assert set(errors["reason"]) == {"timeout: judge did not answer"}
+    assert errors["recall"].isna().all() and errors["f1"].isna().all()
+    assert metadata_of(result, "event_metrics")["errors"].value == len(errors)
+    assert metadata_of(result, "event_judgments")["error_reasons"].value == {"timeout": len(errors)}
