@@ -151,7 +151,7 @@ class FakeJudgeServer:
         oracle: JudgeOracle | None = None,
         *,
         latency_seconds: float = 0.0,
-        requests_per_minute: int | None = None,
+        requests_per_minute: float | None = None,
         rate_window_seconds: float = 60.0,
         retry_after_seconds: float = 0.2,
         hang_seconds: float = 5.0,
@@ -246,14 +246,19 @@ class FakeJudgeServer:
         return None
 
     def _admit(self) -> float | None:
-        """None when the request is within the RPM limit, else the seconds to wait."""
+        """None when the request is within the RPM limit, else the seconds to wait.
+
+        At most `requests_per_minute * rate_window_seconds / 60` requests are accepted in
+        any rolling window (a 60 s window by default; tests shrink it to stay fast).
+        """
         if self.requests_per_minute is None:
             return None
+        allowed = max(1, int(self.requests_per_minute * self.rate_window_seconds / 60))
         now = time.monotonic()
         with self._lock:
             while self._accepted and self._accepted[0] <= now - self.rate_window_seconds:
                 self._accepted.popleft()
-            if len(self._accepted) >= self.requests_per_minute:
+            if len(self._accepted) >= allowed:
                 return self._accepted[0] + self.rate_window_seconds - now
             self._accepted.append(now)
             return None

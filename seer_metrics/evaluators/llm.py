@@ -300,6 +300,7 @@ class _LoopState:
     client: openai.AsyncOpenAI
     semaphore: asyncio.Semaphore
     in_flight: dict[str, asyncio.Future[_Phase1]] = field(default_factory=dict)
+    active: int = 0
 
 
 class LLMEvaluator:
@@ -338,25 +339,30 @@ class LLMEvaluator:
 
     async def evaluate(self, events: Sequence[RetrievalEvent]) -> list[EvaluationOutcome]:
         """One outcome per event, in order; one event's failure never raises."""
-        state = self._state()
-        keys = [requirements_key(event.task, self.model, self.prompt_version) for event in events]
-        self._load_stored_requirements(keys)
-        return list(
-            await asyncio.gather(
-                *(
-                    self._evaluate_event(event, key, state)
-                    for event, key in zip(events, keys, strict=True)
+        state = self._enter()
+        try:
+            keys = [
+                requirements_key(event.task, self.model, self.prompt_version) for event in events
+            ]
+            self._load_stored_requirements(keys)
+            return list(
+                await asyncio.gather(
+                    *(
+                        self._evaluate_event(event, key, state)
+                        for event, key in zip(events, keys, strict=True)
+                    )
                 )
             )
-        )
+        finally:
+            await self._leave(state)
 
-    async def aclose(self) -> None:
-        """Close the HTTP client of the current event loop."""
-        if self._loop_state is not None:
-            await self._loop_state.client.close()
-            self._loop_state = None
+    def _enter(self) -> _LoopState:
+        """The state of the running loop, shared by concurrent `evaluate` calls in it.
 
-    def _state(self) -> _LoopState:
+        The HTTP client lives while at least one `evaluate` runs and is closed by the last
+        one, so a caller may use `asyncio.run` once per batch without leaking connections
+        bound to a closed loop.
+        """
         loop = asyncio.get_running_loop()
         if self._loop_state is None or self._loop_state.loop is not loop:
             client = openai.AsyncOpenAI(
@@ -368,7 +374,15 @@ class LLMEvaluator:
             self._loop_state = _LoopState(
                 loop, client, asyncio.Semaphore(self.settings.max_concurrency)
             )
+        self._loop_state.active += 1
         return self._loop_state
+
+    async def _leave(self, state: _LoopState) -> None:
+        state.active -= 1
+        if state.active == 0:
+            if self._loop_state is state:
+                self._loop_state = None
+            await state.client.close()
 
     def _load_stored_requirements(self, keys: Sequence[str]) -> None:
         if self._store is None:
@@ -576,12 +590,12 @@ class LLMEvaluator:
                     )
             if attempt == settings.max_retries:
                 break
-            if wait is None:
-                wait = min(
-                    settings.backoff_max_seconds,
-                    settings.backoff_initial_seconds * 2**attempt,
-                ) * random.uniform(0.5, 1.0)
-            await asyncio.sleep(wait)
+            # Jittered exponential backoff, never shorter than the server's Retry-After:
+            # callers told the same Retry-After must not all come back at the same instant.
+            backoff = min(
+                settings.backoff_max_seconds, settings.backoff_initial_seconds * 2**attempt
+            ) * random.uniform(0.5, 1.0)
+            await asyncio.sleep(backoff if wait is None else max(wait, backoff))
         raise CallFailedError(
             code,
             f"{detail} (after {calls} attempt{'s' if calls != 1 else ''})",
