@@ -1,0 +1,218 @@
+"""Operational alerts: pending-alert retries, crashed runs, and late partitions.
+
+- `seer_pending_alerts_sensor` delivers outbox rows left `pending` (Slack down, rate
+  limited, bad token) every few minutes, honouring Slack's Retry-After.
+- `seer_run_failure_sensor` posts crashed runs. A failed check does not fail a run (it is
+  alerted by the checks themselves, see `checks.py`); this one is for runs that crash.
+- `seer_freshness_sensor` alerts when yesterday's `slice_metrics` partition has not
+  materialized by the deadline ($SEER_FRESHNESS_DEADLINE, HH:MM UTC, default 06:00).
+
+Every alert goes through the same `seer_alerts` outbox, so none is lost or posted twice;
+if the warehouse itself is unreachable, a crashed run is posted directly.
+"""
+
+import os
+import re
+from datetime import UTC, date, datetime, time, timedelta
+
+from dagster import (
+    AssetKey,
+    AssetRecordsFilter,
+    DefaultSensorStatus,
+    RunFailureSensorContext,
+    SensorEvaluationContext,
+    SkipReason,
+    run_failure_sensor,
+    sensor,
+)
+
+from seer_pipelines.alerts import (
+    KIND_FRESHNESS,
+    KIND_RUN_FAILURE,
+    Alert,
+    AlertDispatcher,
+    AlertOutbox,
+    SlackAlertResource,
+    build_run_failure_message,
+)
+from seer_pipelines.checks import SLICE_METRICS_ASSET, dispatcher_for
+from seer_pipelines.partitions import daily_partitions
+from seer_pipelines.resources import WarehouseResource
+
+FRESHNESS_DEADLINE_ENV = "SEER_FRESHNESS_DEADLINE"
+DEFAULT_FRESHNESS_DEADLINE = "06:00"
+PENDING_ALERTS_INTERVAL_SECONDS = 300
+FRESHNESS_INTERVAL_SECONDS = 600
+_DEADLINE = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+
+
+def freshness_deadline(value: str | None = None) -> time:
+    """The deadline (UTC) by which yesterday's partition must exist; HH:MM."""
+    raw = (value or os.environ.get(FRESHNESS_DEADLINE_ENV) or DEFAULT_FRESHNESS_DEADLINE).strip()
+    match = _DEADLINE.match(raw)
+    if not match:
+        raise ValueError(f"{FRESHNESS_DEADLINE_ENV} must be HH:MM (UTC), e.g. 06:00; got {raw!r}")
+    return time(int(match.group(1)), int(match.group(2)))
+
+
+def expected_partition(now: datetime, deadline: time) -> date:
+    """The newest day that must be materialized at `now`: yesterday once the deadline passed."""
+    now = now.astimezone(UTC) if now.tzinfo else now
+    yesterday = now.date() - timedelta(days=1)
+    return yesterday if now.time() >= deadline else yesterday - timedelta(days=1)
+
+
+def _summary(results) -> str:
+    if not results:
+        return "no pending alerts"
+    sent = sum(r.delivered for r in results)
+    failed = [r for r in results if not r.delivered]
+    text = f"{sent} alert message(s) delivered"
+    if failed:
+        text += f", {len(failed)} still pending ({failed[0].error})"
+    return text
+
+
+@sensor(
+    name="seer_pending_alerts_sensor",
+    minimum_interval_seconds=PENDING_ALERTS_INTERVAL_SECONDS,
+    default_status=DefaultSensorStatus.RUNNING,
+    description="Retries Slack alerts left pending in seer_alerts (Slack down, rate limited).",
+)
+def seer_pending_alerts_sensor(
+    context: SensorEvaluationContext, warehouse: WarehouseResource, slack: SlackAlertResource
+) -> SkipReason:
+    dispatcher = dispatcher_for(warehouse, slack)
+    dispatcher.log = context.log
+    results = dispatcher.deliver_due()
+    return SkipReason(_summary(results))
+
+
+def _failure_partition(context: RunFailureSensorContext) -> date:
+    tag = context.dagster_run.tags.get("dagster/partition")
+    if tag:
+        try:
+            return date.fromisoformat(tag)
+        except ValueError:
+            pass
+    return datetime.now(tz=UTC).date()
+
+
+@run_failure_sensor(
+    name="seer_run_failure_sensor",
+    default_status=DefaultSensorStatus.RUNNING,
+    description="Posts crashed Seer runs to Slack (through the seer_alerts outbox).",
+)
+def seer_run_failure_sensor(
+    context: RunFailureSensorContext, warehouse: WarehouseResource, slack: SlackAlertResource
+) -> None:
+    run = context.dagster_run
+    partition = _failure_partition(context)
+    payload = {
+        "rule": "run_failure",
+        "slice": run.run_id,
+        "status": "fail",
+        "severity": "ERROR",
+        "job": run.job_name,
+        "run_id": run.run_id,
+        "partition": run.tags.get("dagster/partition"),
+        "error": context.failure_event.message or "run failed",
+    }
+    try:
+        dispatcher = dispatcher_for(warehouse, slack)
+        dispatcher.log = context.log
+        dispatcher.outbox.record(
+            partition,
+            KIND_RUN_FAILURE,
+            [("run_failure", run.run_id, "ERROR", payload)],
+            run.run_id,
+            resolve_missing=False,
+        )
+        result = dispatcher.deliver(partition, KIND_RUN_FAILURE)
+        context.log.info(f"run failure of {run.run_id}: {_summary([result])}")
+    except Exception as error:  # the warehouse may be why the run crashed: post directly
+        context.log.warning(f"outbox unavailable ({error!r}); posting the run failure directly")
+        alert = Alert(
+            id=0,
+            partition_date=partition,
+            kind=KIND_RUN_FAILURE,
+            rule="run_failure",
+            slice=run.run_id,
+            severity="ERROR",
+            state="pending",
+            fingerprint="",
+            payload=payload,
+            run_id=run.run_id,
+        )
+        slack.send(build_run_failure_message([alert], slack.resolved_dagster_url()))
+
+
+def latest_materialized_partition(instance, asset_key: AssetKey) -> str | None:
+    partitions = instance.get_materialized_partitions(asset_key)
+    return max(partitions) if partitions else None
+
+
+def is_materialized(instance, asset_key: AssetKey, partition: str) -> bool:
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=asset_key, asset_partitions=[partition]), limit=1
+    )
+    return bool(records.records)
+
+
+def evaluate_freshness(
+    instance,
+    dispatcher: AlertDispatcher,
+    now: datetime,
+    deadline: time,
+    asset_key: AssetKey = SLICE_METRICS_ASSET,
+) -> str:
+    """Alert (once) when the expected partition is missing; resolve it once it exists."""
+    day = expected_partition(now, deadline)
+    start = daily_partitions.start.date()
+    if day < start:
+        return f"{day} is before the first partition {start}"
+    key = day.isoformat()
+    outbox: AlertOutbox = dispatcher.outbox
+    if is_materialized(instance, asset_key, key):
+        outbox.record(day, KIND_FRESHNESS, [], None, resolve_missing=True)
+        return f"{asset_key.to_user_string()} {key} materialized"
+    payload = {
+        "rule": "freshness",
+        "slice": asset_key.to_user_string(),
+        "status": "fail",
+        "severity": "ERROR",
+        "asset": asset_key.to_user_string(),
+        "deadline": f"{deadline:%H:%M} UTC",
+        "expected_partition": key,
+        "latest_partition": latest_materialized_partition(instance, asset_key),
+    }
+    outbox.record(
+        day,
+        KIND_FRESHNESS,
+        [("freshness", asset_key.to_user_string(), "ERROR", payload)],
+        None,
+        resolve_missing=False,
+    )
+    result = dispatcher.deliver(day, KIND_FRESHNESS)
+    return f"{asset_key.to_user_string()} {key} is late: {_summary([result])}"
+
+
+@sensor(
+    name="seer_freshness_sensor",
+    minimum_interval_seconds=FRESHNESS_INTERVAL_SECONDS,
+    default_status=DefaultSensorStatus.RUNNING,
+    description="Alerts when yesterday's slice_metrics partition has not materialized by "
+    "$SEER_FRESHNESS_DEADLINE (HH:MM UTC, default 06:00).",
+)
+def seer_freshness_sensor(
+    context: SensorEvaluationContext, warehouse: WarehouseResource, slack: SlackAlertResource
+) -> SkipReason:
+    dispatcher = dispatcher_for(warehouse, slack)
+    dispatcher.log = context.log
+    status = evaluate_freshness(
+        context.instance, dispatcher, datetime.now(tz=UTC), freshness_deadline()
+    )
+    return SkipReason(status)
+
+
+SENSORS = [seer_pending_alerts_sensor, seer_run_failure_sensor, seer_freshness_sensor]

@@ -1,0 +1,194 @@
+"""Operational sensors: pending-alert retries, crashed runs, late partitions."""
+
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+
+import pytest
+from dagster import (
+    DagsterInstance,
+    SkipReason,
+    asset,
+    build_run_status_sensor_context,
+    build_sensor_context,
+    define_asset_job,
+    materialize,
+)
+from dagster import (
+    Definitions as DagsterDefinitions,
+)
+
+from seer_metrics.rules import CheckOutcome
+from seer_pipelines.alerts import (
+    KIND_FRESHNESS,
+    KIND_RUN_FAILURE,
+    PENDING,
+    RESOLVED,
+    SENT,
+    AlertOutbox,
+    SlackAlertResource,
+)
+from seer_pipelines.checks import dispatcher_for
+from seer_pipelines.partitions import daily_partitions
+from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.sensors import (
+    evaluate_freshness,
+    expected_partition,
+    freshness_deadline,
+    seer_pending_alerts_sensor,
+    seer_run_failure_sensor,
+)
+from seer_testing.fake_slack import FakeSlack
+
+DAY = date(2026, 11, 29)
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> WarehouseResource:
+    return WarehouseResource(url=f"sqlite:///{tmp_path / 'warehouse.sqlite'}")
+
+
+def slack_for(fake: FakeSlack) -> SlackAlertResource:
+    return SlackAlertResource(
+        token="xoxb-test", channel="#ops", api_url=fake.base_url, dagster_url="https://d.example"
+    )
+
+
+def failing_outcome() -> CheckOutcome:
+    return CheckOutcome(
+        rule="recall_other_slices",
+        slice="env=dev",
+        status="fail",
+        severity="WARN",
+        statistic="mean_recall",
+        observed=0.6,
+        threshold=0.85,
+        sample_size=80,
+        message="low",
+        partition_date=DAY.isoformat(),
+    )
+
+
+def test_pending_alerts_sensor_delivers_after_slack_recovers(warehouse) -> None:
+    outbox = AlertOutbox(warehouse.get_engine())
+    outbox.record_check_outcomes(DAY, [failing_outcome()], "run-1")
+    with FakeSlack() as fake:
+        resources = {"warehouse": warehouse, "slack": slack_for(fake)}
+
+        def evaluate() -> SkipReason:
+            with build_sensor_context(resources=resources) as context:
+                return seer_pending_alerts_sensor(context)
+
+        fake.start_outage("server_error")
+        result = evaluate()
+        assert isinstance(result, SkipReason)
+        assert "1 still pending" in result.skip_message
+        assert outbox.rows(DAY)[0].state == PENDING
+        fake.end_outage()
+        assert evaluate().skip_message == "1 alert message(s) delivered"
+        assert outbox.rows(DAY)[0].state == SENT
+        assert evaluate().skip_message == "no pending alerts"
+        assert len(fake.messages) == 1
+
+
+def test_run_failure_sensor_posts_the_crashed_run(warehouse) -> None:
+    @asset(partitions_def=daily_partitions)
+    def exploding() -> None:
+        raise RuntimeError("warehouse said <!channel> no")
+
+    job = define_asset_job("exploding_job", selection=[exploding])
+    defs = DagsterDefinitions(assets=[exploding], jobs=[job])
+    instance = DagsterInstance.ephemeral()
+    result = defs.resolve_job_def("exploding_job").execute_in_process(
+        instance=instance, partition_key=DAY.isoformat(), raise_on_error=False
+    )
+    assert not result.success
+    with FakeSlack() as fake:
+        with build_run_status_sensor_context(
+            sensor_name="seer_run_failure_sensor",
+            dagster_instance=instance,
+            dagster_run=result.dagster_run,
+            dagster_event=result.get_run_failure_event(),
+            resources={"warehouse": warehouse, "slack": slack_for(fake)},
+        ).for_run_failure() as context:
+            seer_run_failure_sensor(context)
+            seer_run_failure_sensor(context)  # evaluated twice: still one post
+        assert len(fake.messages) == 1
+        text = fake.messages[0]["blocks"][1]["text"]["text"]
+    run_id = result.dagster_run.run_id
+    assert "Job `exploding_job`, partition *2026-11-29*" in text
+    assert f"<https://d.example/runs/{run_id}|run {run_id[:8]}>" in text
+    assert "<!channel>" not in str(fake.messages[0])
+    [row] = AlertOutbox(warehouse.get_engine()).rows(DAY, KIND_RUN_FAILURE)
+    assert row.state == SENT
+
+
+def test_run_failure_sensor_posts_directly_when_the_warehouse_is_down() -> None:
+    @asset
+    def exploding_too() -> None:
+        raise RuntimeError("boom")
+
+    instance = DagsterInstance.ephemeral()
+    result = materialize([exploding_too], instance=instance, raise_on_error=False)
+    broken = WarehouseResource(url="postgresql://postgres@127.0.0.1:9/unreachable")
+    with FakeSlack() as fake:
+        with build_run_status_sensor_context(
+            sensor_name="seer_run_failure_sensor",
+            dagster_instance=instance,
+            dagster_run=result.dagster_run,
+            dagster_event=result.get_run_failure_event(),
+            resources={"warehouse": broken, "slack": slack_for(fake)},
+        ).for_run_failure() as context:
+            seer_run_failure_sensor(context)
+        assert len(fake.messages) == 1
+        assert "__ephemeral_asset_job__" in fake.messages[0]["text"]
+
+
+def test_freshness_deadline_parsing(monkeypatch) -> None:
+    assert freshness_deadline("06:30") == time(6, 30)
+    monkeypatch.setenv("SEER_FRESHNESS_DEADLINE", "9:05")
+    assert freshness_deadline() == time(9, 5)
+    with pytest.raises(ValueError, match="SEER_FRESHNESS_DEADLINE must be HH:MM"):
+        freshness_deadline("25:00")
+
+
+def test_expected_partition_is_yesterday_once_the_deadline_passed() -> None:
+    deadline = time(6, 0)
+    assert expected_partition(datetime(2026, 11, 30, 7, 0, tzinfo=UTC), deadline) == DAY
+    assert expected_partition(datetime(2026, 11, 30, 5, 59, tzinfo=UTC), deadline) == DAY - (
+        timedelta(days=1)
+    )
+
+
+def test_freshness_alerts_once_then_resolves(warehouse) -> None:
+    @asset(name="slice_metrics", partitions_def=daily_partitions)
+    def stand_in() -> None:
+        return None
+
+    instance = DagsterInstance.ephemeral()
+    now = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)
+    materialize([stand_in], partition_key="2026-11-28", instance=instance)
+    with FakeSlack() as fake:
+        dispatcher = dispatcher_for(warehouse, slack_for(fake))
+        status = evaluate_freshness(instance, dispatcher, now, time(6, 0))
+        assert status.startswith("slice_metrics 2026-11-29 is late")
+        evaluate_freshness(instance, dispatcher, now + timedelta(minutes=10), time(6, 0))
+        assert len(fake.messages) == 1
+        text = fake.messages[0]["blocks"][1]["text"]["text"]
+        assert "Partition *2026-11-29* of `slice_metrics` has not materialized" in text
+        assert "Last materialized partition: 2026-11-28" in text
+        materialize([stand_in], partition_key="2026-11-29", instance=instance)
+        assert evaluate_freshness(instance, dispatcher, now, time(6, 0)).endswith("materialized")
+        assert len(fake.messages) == 1
+    [row] = AlertOutbox(warehouse.get_engine()).rows(DAY, KIND_FRESHNESS)
+    assert row.state == RESOLVED
+
+
+def test_sensors_load_in_definitions() -> None:
+    from seer_pipelines.sensors import SENSORS
+
+    names = {s.name for s in SENSORS}
+    assert names == {
+        "seer_pending_alerts_sensor",
+        "seer_run_failure_sensor",
+        "seer_freshness_sensor",
+    }
