@@ -7,6 +7,7 @@ partition. Alerting problems (Slack down, bad token) are logged and kept pending
 never fail the checks or the metrics.
 """
 
+import warnings
 from collections.abc import Iterator, Sequence
 from datetime import date, timedelta
 from typing import Any
@@ -20,6 +21,7 @@ from dagster import (
     AssetKey,
     MetadataValue,
     PartitionsDefinition,
+    PreviewWarning,
     multi_asset_check,
 )
 
@@ -154,14 +156,10 @@ def alert_on_outcomes(
     return f"{result.alerts} alert(s) pending: {result.error}{retry_note}"
 
 
-def build_slice_checks(
-    config: RulesConfig | None = None,
-    partitions_def: PartitionsDefinition = daily_partitions,
-    asset_key: AssetKey = SLICE_METRICS_ASSET,
-):
-    """One partitioned asset check per rule, all evaluated by one op."""
-    rules = config if config is not None else load_rules_config()
-    specs = [
+def _check_specs(
+    rules: RulesConfig, partitions_def: PartitionsDefinition, asset_key: AssetKey
+) -> list[AssetCheckSpec]:
+    return [
         AssetCheckSpec(
             name=rule.name,
             asset=asset_key,
@@ -176,6 +174,19 @@ def build_slice_checks(
         )
         for rule in rules.rules
     ]
+
+
+def build_slice_checks(
+    config: RulesConfig | None = None,
+    partitions_def: PartitionsDefinition = daily_partitions,
+    asset_key: AssetKey = SLICE_METRICS_ASSET,
+):
+    """One partitioned asset check per rule, all evaluated by one op."""
+    rules = config if config is not None else load_rules_config()
+    with warnings.catch_warnings():
+        # Partitioned checks are a Dagster preview feature, used knowingly (per-day results).
+        warnings.simplefilter("ignore", PreviewWarning)
+        specs = _check_specs(rules, partitions_def, asset_key)
     trailing_days = max(
         (
             r.baseline.trailing_days
