@@ -12,10 +12,13 @@ from dagster import (
     define_asset_job,
 )
 
+from seer_pipelines.alerts import SlackAlertResource
 from seer_pipelines.assets.events import retrieval_events
 from seer_pipelines.assets.judgments import event_judgments
 from seer_pipelines.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
+from seer_pipelines.checks import build_slice_checks
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_pipelines.sensors import SENSORS as ALERT_SENSORS
 
 EVALUATOR_TAG = "seer/evaluator"
 # Hour (UTC) at which yesterday's partition is processed: late enough for late events.
@@ -34,6 +37,8 @@ def build_resources() -> dict[str, object]:
     return {
         "warehouse": WarehouseResource(),
         "evaluator": EvaluatorResource(api_key=api_key),
+        # Token, channel and URLs are read from the environment when an alert is sent.
+        "slack": SlackAlertResource(),
     }
 
 
@@ -54,8 +59,9 @@ seer_daily_schedule = build_schedule_from_partitioned_job(
 )
 
 # Asset checks, sensors and the Slack resource of the alerting side are added here.
-ASSET_CHECKS: list = []
-SENSORS: list = []
+# One check per rule of seer_rules.yaml ($SEER_RULES_FILE); see docs/alerts.md.
+ASSET_CHECKS: list = [build_slice_checks()]
+SENSORS: list = [*ALERT_SENSORS]
 
 defs = Definitions(
     assets=ASSETS,
