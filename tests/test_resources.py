@@ -1,0 +1,211 @@
+"""WarehouseResource and EvaluatorResource: settings, identifiers, chunked reads, swaps."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from seer_metrics.evaluators.lexical import LexicalEvaluator
+from seer_pipelines.assets.tables import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
+from seer_pipelines.resources import (
+    EvaluatorResource,
+    WarehouseConfigError,
+    WarehouseResource,
+    default_warehouse_url,
+    normalise_url,
+    redact_url,
+    validate_identifier,
+)
+from seer_testing.synthetic import generate_events, write_events
+
+DAY = date(2026, 11, 29)
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    resource = WarehouseResource(url=f"sqlite:///{tmp_path / 'w.sqlite'}", chunk_size=7)
+    yield resource
+    resource.dispose()
+
+
+def test_postgresql_urls_use_psycopg2() -> None:
+    assert normalise_url("postgresql://u:p@h/db") == "postgresql+psycopg2://u:p@h/db"
+    assert normalise_url("postgres://u@h/db") == "postgresql+psycopg2://u@h/db"
+    assert normalise_url("postgresql+psycopg2://u@h/db") == "postgresql+psycopg2://u@h/db"
+    assert normalise_url("sqlite:///x.sqlite") == "sqlite:///x.sqlite"
+
+
+def test_passwords_never_appear_in_descriptions() -> None:
+    url = "postgresql://seer:hunter2@db.internal:5432/warehouse"
+    assert "hunter2" not in redact_url(url)
+    assert "hunter2" not in WarehouseResource(url=url).describe()
+
+
+def test_url_and_table_fall_back_to_the_environment(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv("SEER_WAREHOUSE_URL", raising=False)
+    monkeypatch.delenv("SEER_EVENTS_TABLE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    resource = WarehouseResource()
+    assert resource.resolved_url() == default_warehouse_url()
+    assert resource.resolved_url().endswith(".seer/warehouse.sqlite")
+    assert resource.resolved_events_table() == "retrieval_events"
+    monkeypatch.setenv("SEER_WAREHOUSE_URL", "postgresql://u@h/db")
+    monkeypatch.setenv("SEER_EVENTS_TABLE", "rag_events")
+    assert resource.resolved_url() == "postgresql+psycopg2://u@h/db"
+    assert resource.resolved_events_table() == "rag_events"
+    # Config wins over the environment.
+    assert WarehouseResource(events_table="other").resolved_events_table() == "other"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["retrieval_events; drop table x", 'events"', "1events", "a.b", "", "x" * 64, "ev ents"],
+)
+def test_identifiers_are_validated(name) -> None:
+    with pytest.raises(WarehouseConfigError, match="not a valid identifier"):
+        validate_identifier(name, "events_table")
+    with pytest.raises(WarehouseConfigError):
+        WarehouseResource(events_table=name or "bad name").resolved_events_table()
+
+
+def test_a_bad_column_name_in_config_is_rejected(warehouse) -> None:
+    bad = WarehouseResource(url=warehouse.resolved_url(), task_column="task; --")
+    with pytest.raises(WarehouseConfigError, match="task_column"):
+        bad.source_columns()
+
+
+def test_a_missing_column_is_named(warehouse) -> None:
+    write_events(warehouse.get_engine(), list(generate_events(1, end_day=DAY, events_per_day=5)))
+    renamed = WarehouseResource(url=warehouse.resolved_url(), task_column="question")
+    with pytest.raises(WarehouseConfigError, match="no column 'question'"):
+        renamed.events_table_object()
+    renamed.dispose()
+
+
+def test_reads_one_day_in_chunks_with_exact_bounds(warehouse) -> None:
+    records = list(generate_events(3, end_day=DAY, events_per_day=30))
+    # Events exactly on the boundaries belong to the day that starts there.
+    midnight = datetime(2026, 11, 29)
+    records.append(dict(records[0], event_id="at-start", event_ts=midnight))
+    records.append(dict(records[0], event_id="at-end", event_ts=midnight + timedelta(days=1)))
+    write_events(warehouse.get_engine(), records, replace_days=False)
+    chunks = list(warehouse.iter_event_chunks(DAY))
+    assert all(len(chunk) <= 7 for chunk in chunks)
+    assert len(chunks) > 2
+    ids = [row["event_id"] for chunk in chunks for row in chunk]
+    expected = {r["event_id"] for r in records if r["event_ts"].date() == DAY}
+    assert set(ids) == expected and len(ids) == len(expected)
+    assert "at-start" in ids and "at-end" not in ids
+    assert warehouse.count_events(DAY) == len(expected)
+
+
+def test_configured_table_and_column_names(warehouse) -> None:
+    table = sa.Table(
+        "rag_log",
+        sa.MetaData(),
+        sa.Column("id", sa.String(50)),
+        sa.Column("created_at", sa.DateTime),
+        sa.Column("question", sa.Text),
+        sa.Column("passages", sa.Text),
+        sa.Column("tags", sa.Text),
+    )
+    table.metadata.create_all(warehouse.get_engine())
+    with warehouse.get_engine().begin() as connection:
+        connection.execute(
+            table.insert(),
+            [
+                {
+                    "id": "e1",
+                    "created_at": datetime(2026, 11, 29, 10),
+                    "question": "q?",
+                    "passages": '["a"]',
+                    "tags": '{"env": "prod"}',
+                }
+            ],
+        )
+    configured = WarehouseResource(
+        url=warehouse.resolved_url(),
+        events_table="rag_log",
+        event_id_column="id",
+        event_ts_column="created_at",
+        task_column="question",
+        context_column="passages",
+        metadata_column="tags",
+    )
+    [[row]] = list(configured.iter_event_chunks(DAY))
+    assert row["event_id"] == "e1" and row["task"] == "q?" and row["context"] == '["a"]'
+    configured.dispose()
+
+
+def test_partition_writer_swaps_atomically_and_keeps_the_first_row_per_key(warehouse) -> None:
+    def rows(tag: str, count: int) -> list[dict]:
+        return [{"event_id": f"e{i}", "status": "ok", "reason": tag} for i in range(count)]
+
+    with warehouse.partition_writer(EVENT_METRICS_TABLE, DAY) as writer:
+        writer.write(rows("first", 5))
+        writer.write(rows("repeat", 2))  # the same ids again: kept once
+        assert writer.commit() == 5
+    frame = warehouse.read_partition_frame(EVENT_METRICS_TABLE, DAY)
+    assert sorted(frame["reason"]) == ["first"] * 5
+
+    # A run that fails half-way leaves the previous partition untouched.
+    with pytest.raises(RuntimeError), warehouse.partition_writer(EVENT_METRICS_TABLE, DAY) as w:
+        w.write(rows("second", 3))
+        raise RuntimeError("crash")
+    assert warehouse.count_partition(EVENT_METRICS_TABLE, DAY) == 5
+    with warehouse.get_engine().connect() as connection:
+        staged = connection.execute(sa.text("select count(*) from seer_event_metrics__staging"))
+        assert staged.scalar_one() == 0
+
+    # Another day is not touched by a swap.
+    with warehouse.partition_writer(EVENT_METRICS_TABLE, DAY - timedelta(days=1)) as writer:
+        writer.write(rows("yesterday", 2))
+        writer.commit()
+    with warehouse.partition_writer(EVENT_METRICS_TABLE, DAY) as writer:
+        writer.write(rows("third", 1))
+        writer.commit()
+    assert warehouse.count_partition(EVENT_METRICS_TABLE, DAY) == 1
+    assert warehouse.count_partition(EVENT_METRICS_TABLE, DAY - timedelta(days=1)) == 2
+
+
+def test_values_are_bound_not_interpolated(warehouse) -> None:
+    hostile = "x'); drop table seer_slice_metrics; --"
+    with warehouse.partition_writer(SLICE_METRICS_TABLE, DAY) as writer:
+        writer.write([{"slice": hostile, "slice_key": "tenant", "slice_value": hostile}])
+        writer.commit()
+    frame = warehouse.read_partition_frame(SLICE_METRICS_TABLE, DAY)
+    assert list(frame["slice"]) == [hostile]
+
+
+def test_evaluator_resource_builds_the_lexical_judge_by_default(monkeypatch) -> None:
+    monkeypatch.delenv("SEER_EVALUATOR", raising=False)
+    monkeypatch.delenv("SEER_EVALUATOR_MODEL", raising=False)
+    assert isinstance(EvaluatorResource().build(), LexicalEvaluator)
+    monkeypatch.setenv("SEER_EVALUATOR", "LEXICAL")
+    assert EvaluatorResource().resolved_kind() == "lexical"
+
+
+def test_evaluator_resource_rejects_unknown_kinds(monkeypatch) -> None:
+    monkeypatch.setenv("SEER_EVALUATOR", "gpt")
+    with pytest.raises(ValueError, match="SEER_EVALUATOR"):
+        EvaluatorResource().build()
+
+
+def test_openai_evaluator_gets_its_settings_and_never_shows_the_key(monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    resource = EvaluatorResource(
+        kind="openai",
+        model="gpt-4o-mini",
+        api_key="sk-test-secret",
+        base_url="http://127.0.0.1:9/v1",
+        requests_per_minute=120,
+        max_concurrency=3,
+    )
+    evaluator = resource.build()
+    assert evaluator.name == "openai" and evaluator.model == "gpt-4o-mini"
+    assert evaluator.settings.requests_per_minute == 120
+    assert evaluator.settings.max_concurrency == 3
+    assert evaluator.settings.base_url == "http://127.0.0.1:9/v1"
+    assert "sk-test-secret" not in repr(evaluator.settings)
