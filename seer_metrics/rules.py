@@ -185,7 +185,9 @@ DEFAULT_RULES = RulesConfig(
             comparison="above",
             threshold=0.25,
             severity="WARN",
-            description="Context bloat: more than 25% of events with precision below 0.35.",
+            confidence=DEFAULT_CONFIDENCE,
+            description="Context bloat: more than 25% of events with precision below 0.35 "
+            "(95% Wilson lower bound of the share above 25%).",
         ),
         Rule(
             name="f1_drop",
@@ -524,6 +526,28 @@ class PooledSample:
     between_day_variance: float
 
 
+def daily_spread(daily_means: Sequence[float]) -> float:
+    """Variance of daily means: (IQR / 1.349)^2 from three days on, else the sample variance.
+
+    The interquartile range equals 1.349 standard deviations for a normal variable and
+    ignores up to a quarter of outlying days.
+    """
+    values = sorted(daily_means)
+    if len(values) < 2:
+        return 0.0
+    if len(values) == 2:
+        mean = sum(values) / 2
+        return sum((v - mean) ** 2 for v in values)
+
+    def quantile(q: float) -> float:
+        position = q * (len(values) - 1)
+        low = math.floor(position)
+        high = min(low + 1, len(values) - 1)
+        return values[low] + (values[high] - values[low]) * (position - low)
+
+    return ((quantile(0.75) - quantile(0.25)) / 1.349) ** 2
+
+
 def pool_groups(
     means: Sequence[float], stds: Sequence[float], counts: Sequence[int]
 ) -> PooledSample:
@@ -531,6 +555,9 @@ def pool_groups(
 
     The between-day variance is the variance of the daily means beyond what their own
     sampling noise explains (method of moments, floored at 0); it needs two days or more.
+    From three days on, the spread of the daily means is estimated robustly (see
+    `daily_spread`), so one bad day in the window (yesterday's regression) cannot inflate
+    the noise enough to hide today's.
     """
     rows = [
         (m, 0.0 if s is None or math.isnan(s) else s, n)
@@ -546,11 +573,10 @@ def pool_groups(
     variance = (within + between) / (total - 1) if total > 1 else 0.0
     tau2 = 0.0
     if len(rows) >= 2:
-        daily = [m for m, _, _ in rows]
-        daily_mean = sum(daily) / len(daily)
-        spread = sum((m - daily_mean) ** 2 for m in daily) / (len(daily) - 1)
-        sampling = sum(s * s / n for _, s, n in rows) / len(rows)
-        tau2 = max(0.0, spread - sampling)
+        tau2 = max(
+            0.0,
+            daily_spread([m for m, _, _ in rows]) - sum(s * s / n for _, s, n in rows) / len(rows),
+        )
     return PooledSample(
         mean=mean, std=math.sqrt(variance), count=total, days=len(rows), between_day_variance=tau2
     )

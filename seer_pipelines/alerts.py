@@ -706,12 +706,14 @@ class SlackAlertResource(ConfigurableResource):
             timeout=self.timeout_seconds,
         )
 
-    def send(self, message: SlackMessage) -> DeliveryReceipt:
-        """Post one message; raises `AlertDeliveryError` (never with the token) on failure."""
+    def send(self, message: SlackMessage, log: Any = None) -> DeliveryReceipt:
+        """Post one message; raises `AlertDeliveryError` (never with the token) on failure.
+
+        Without token and channel the message is written to `log` (the Dagster run log when
+        called from a check or sensor, else the `seer.alerts` logger on the console).
+        """
         if not self.is_configured():
-            rendered = render_console(message)
-            logger.warning("Seer alert (%s):\n%s", self.describe(), rendered)
-            print(rendered, flush=True)
+            (log or logger).warning(f"Seer alert ({self.describe()}):\n{render_console(message)}")
             return DeliveryReceipt(destination="console")
         from slack_sdk.errors import SlackApiError
 
@@ -784,7 +786,7 @@ class AlertDispatcher:
         if not any(a.state == PENDING for a in alerts):
             return DeliveryResult(partition_date, kind, delivered=True, alerts=0)
         try:
-            receipt = self.slack.send(message)
+            receipt = self.slack.send(message, self.log)
         except AlertDeliveryError as error:
             self.outbox.mark_failed(alerts, str(error), error.retry_after_seconds)
             self.log.warning(
@@ -798,3 +800,26 @@ class AlertDispatcher:
     def deliver_due(self, now: datetime | None = None, limit: int = 50) -> list[DeliveryResult]:
         """Deliver every due (partition, kind) group, oldest first."""
         return [self.deliver(day, kind) for day, kind in self.outbox.due_groups(now, limit)]
+
+
+def alerts_report(dispatcher: AlertDispatcher, days: Sequence[date]) -> str:
+    """The current alert of each day (as posted, or as it would be), for the terminal."""
+    parts: list[str] = []
+    alerted = 0
+    for day in days:
+        message, alerts = dispatcher.message_for(day, KIND_CHECK)
+        if not alerts:
+            continue
+        alerted += 1
+        states = Counter(a.state for a in alerts)
+        where = sorted({a.delivered_to for a in alerts if a.delivered_to})
+        status = ", ".join(f"{count} {state}" for state, count in sorted(states.items()))
+        parts.append(f"== {day}: {status}; delivered to {', '.join(where) or 'nowhere yet'}")
+        parts.append(render_console(message))
+    destination = dispatcher.slack.describe()
+    if not alerted:
+        return f"Alerts: none, every check passed on all {len(days)} days ({destination})."
+    header = (
+        f"Alerts: {alerted} of {len(days)} days have failing checks; alerts go to {destination}."
+    )
+    return "\n".join([header, *parts])

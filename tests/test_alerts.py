@@ -290,7 +290,7 @@ def test_unreachable_slack_keeps_the_alert(outbox) -> None:
     assert outbox.rows(DAY)[0].state == PENDING
 
 
-def test_without_token_alerts_go_to_the_console(outbox, capsys, monkeypatch) -> None:
+def test_without_token_alerts_go_to_the_console(outbox, caplog, monkeypatch) -> None:
     monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
     monkeypatch.delenv("SEER_SLACK_CHANNEL", raising=False)
     resource = SlackAlertResource()
@@ -298,7 +298,7 @@ def test_without_token_alerts_go_to_the_console(outbox, capsys, monkeypatch) -> 
     outbox.record_check_outcomes(DAY, [failing_outcome(slice_label="tenant=<b>&co")], "r1")
     [result] = AlertDispatcher(outbox, resource).deliver_due()
     assert result.delivered and result.destination == "console"
-    printed = capsys.readouterr().out
+    printed = caplog.text
     assert "Seer: retrieval quality alert for 2026-11-29" in printed
     assert "`f1_drop` on *tenant=<b>&co*" in printed
     assert outbox.rows(DAY)[0].delivered_to == "console"

@@ -107,9 +107,19 @@ def test_recall_other_slices_threshold(mean_recall: float, status: str) -> None:
     assert result.observed == pytest.approx(mean_recall)
 
 
-@pytest.mark.parametrize(("share", "status"), [(0.26, "fail"), (0.25, "pass"), (0.1, "pass")])
-def test_precision_tail(share: float, status: str) -> None:
-    today = frame(slice_row(DAY, "all", share_precision_below_bloat=share))
+@pytest.mark.parametrize(
+    ("n", "share", "status"),
+    [
+        (100, 0.40, "fail"),
+        (100, 0.30, "pass"),  # above the line, but within binomial noise at 100 events
+        (33, 9 / 33, "pass"),  # the small-slice false alarm the Wilson bound removes
+        (2000, 0.28, "fail"),  # the same small excess is real with enough events
+        (2000, 0.25, "pass"),
+        (100, 0.10, "pass"),
+    ],
+)
+def test_precision_tail(n: int, share: float, status: str) -> None:
+    today = frame(slice_row(DAY, "all", n=n, share_precision_below_bloat=share))
     result = outcome(evaluate_rules(DEFAULT_RULES, today), "precision_tail", "all")
     assert result.status == status
     assert result.severity == "WARN"
@@ -197,6 +207,19 @@ def test_day_to_day_wobble_of_the_baseline_raises_the_noise() -> None:
     assert steady_result.status == "fail"
     assert wobbly_result.noise > steady_result.noise
     assert wobbly_result.status == "pass"
+
+
+def test_one_regressed_day_in_the_baseline_does_not_hide_the_next_one() -> None:
+    week = [
+        slice_row(day, "all", mean_f1=0.71 + 0.01 * (i % 3), std_f1=0.25)
+        for i, day in enumerate(WEEK)
+    ]
+    week[-1] = slice_row(WEEK[-1], "all", mean_f1=0.42, std_f1=0.25)  # yesterday regressed
+    today = frame(slice_row(DAY, "all", n=140, mean_f1=0.43, std_f1=0.25))
+    result = outcome(evaluate_rules(DEFAULT_RULES, today, frame(*week)), "f1_drop", "all")
+    assert result.delta > 0.2
+    assert result.noise < 0.1
+    assert result.status == "fail"
 
 
 def test_drop_ignores_days_outside_the_trailing_window_and_the_day_itself() -> None:
