@@ -196,6 +196,14 @@ def run(args: argparse.Namespace) -> int:
     print("Mean f1 per day (the injected regression: retrieval-v2 in prod, last 2 days):")
     print(format_trend(history, ["all", "env=prod", "feature_flag=retrieval-v2"]))
     print()
+    # The alerts the checks raised (posted to Slack when SLACK_BOT_TOKEN and
+    # SEER_SLACK_CHANNEL are set, else shown here); see docs/alerts.md.
+    from seer_pipelines.alerts import SlackAlertResource, alerts_report
+    from seer_pipelines.checks import dispatcher_for
+
+    print(alerts_report(dispatcher_for(warehouse, SlackAlertResource()), days))
+    warehouse.dispose()
+    print()
     print(f"Done in {time.monotonic() - started:.0f} s. Open the same instance in the Dagster UI:")
     hint = f"  DAGSTER_HOME={home}"
     if args.url:
