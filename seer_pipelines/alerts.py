@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +45,7 @@ KIND_FRESHNESS = "freshness"
 PENDING, SENT, RESOLVED = "pending", "sent", "resolved"
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 DEFAULT_DAGSTER_URL = "http://localhost:3000"
-MAX_ALERT_SECTIONS = 20
+MAX_SLICE_SECTIONS = 20
 MAX_SECTION_CHARS = 2900
 EXAMPLES_PER_SLICE = 3
 SEVERITY_ICONS = {"ERROR": ":red_circle:", "WARN": ":large_orange_circle:"}
@@ -182,66 +183,82 @@ def build_check_message(
     dagster_url: str = DEFAULT_DAGSTER_URL,
     asset: str = "slice_metrics",
 ) -> SlackMessage:
-    """ONE message for all failing checks of a partition, ERROR first, high priority first."""
+    """ONE message for all failing checks of a partition, grouped by slice.
+
+    Slices come worst first (any ERROR, then high priority, the `all` aggregate last);
+    each lists its failing rules (what moved, by how much, against which baseline) and
+    the most frequent missing requirements of its events as examples.
+    """
     examples = examples or {}
     order = {"ERROR": 0, "WARN": 1}
-    ordered = sorted(
-        alerts,
-        key=lambda a: (
-            order.get(a.severity, 2),
-            not a.payload.get("high_priority", False),
-            a.rule,
-            a.slice,
-        ),
-    )
-    counts = Counter(a.severity for a in ordered)
+    by_slice: dict[str, list[Alert]] = {}
+    for alert in alerts:
+        by_slice.setdefault(alert.slice, []).append(alert)
+    for group in by_slice.values():
+        group.sort(key=lambda a: (order.get(a.severity, 2), a.rule))
+
+    def slice_order(label: str) -> tuple:
+        group = by_slice[label]
+        return (
+            min(order.get(a.severity, 2) for a in group),
+            not any(a.payload.get("high_priority") for a in group),
+            label == ALL_SLICE,
+            label,
+        )
+
+    slices = sorted(by_slice, key=slice_order)
+    counts = Counter(a.severity for a in alerts)
     severity_text = ", ".join(f"{counts[s]} {s}" for s in ("ERROR", "WARN") if counts[s])
-    run_id = _latest_run(ordered)
+    run_id = _latest_run(list(alerts))
     where = (
         slack_link(run_url(dagster_url, run_id), f"Dagster run {run_id[:8]}") if run_id else "n/a"
     )
-    plural = "s" if len(ordered) != 1 else ""
+    plural = "s" if len(alerts) != 1 else ""
+    slice_names = ", ".join(f"*{escape_mrkdwn(label)}*" for label in slices[:8])
+    if len(slices) > 8:
+        slice_names += f" and {len(slices) - 8} more"
     blocks: list[dict[str, Any]] = [
         _header(f"Seer: retrieval quality alert for {partition_date}"),
         _section(
-            f"*{len(ordered)} failing check{plural}* ({severity_text}) on `{escape_mrkdwn(asset)}`"
-            f", partition *{partition_date}*. Run: {where}"
+            f"*{len(alerts)} failing check{plural}* ({severity_text}) on "
+            f"`{escape_mrkdwn(asset)}`, partition *{partition_date}*, in {slice_names}. "
+            f"Run: {where}"
         ),
         {"type": "divider"},
     ]
-    shown_examples: set[str] = set()
-    for alert in ordered[:MAX_ALERT_SECTIONS]:
-        icon = SEVERITY_ICONS.get(alert.severity, ":white_circle:")
-        priority = " (high priority)" if alert.payload.get("high_priority") else ""
-        blocks.append(
-            _section(
-                f"{icon} *{escape_mrkdwn(alert.severity)}* `{escape_mrkdwn(alert.rule)}` on "
-                f"*{escape_mrkdwn(alert.slice)}*{priority}\n{describe_outcome(alert.payload)}"
+    for label in slices[:MAX_SLICE_SECTIONS]:
+        group = by_slice[label]
+        priority = " (high priority)" if group[0].payload.get("high_priority") else ""
+        lines = [f"*{escape_mrkdwn(label)}*{priority}"]
+        for alert in group:
+            icon = SEVERITY_ICONS.get(alert.severity, ":white_circle:")
+            lines.append(
+                f"{icon} *{escape_mrkdwn(alert.severity)}* `{escape_mrkdwn(alert.rule)}`: "
+                f"{describe_outcome(alert.payload)}"
             )
-        )
-        slice_examples = examples.get(alert.slice)
-        if slice_examples and alert.slice not in shown_examples:
-            shown_examples.add(alert.slice)
+        blocks.append(_section("\n".join(lines)))
+        slice_examples = examples.get(label)
+        if slice_examples:
             items = " · ".join(
                 f"“{escape_mrkdwn(_truncate(text, 120))}” ({count} {_events(count)})"
                 for text, count in slice_examples
             )
-            blocks.append(
-                _context(f"Top missing requirements in {escape_mrkdwn(alert.slice)}: {items}")
-            )
-    hidden = len(ordered) - MAX_ALERT_SECTIONS
+            blocks.append(_context(f"Top missing requirements in {escape_mrkdwn(label)}: {items}"))
+    hidden = len(slices) - MAX_SLICE_SECTIONS
     if hidden > 0:
-        blocks.append(_section(f"…and {hidden} more failing checks: see the run in Dagster."))
+        blocks.append(_section(f"…and {hidden} more failing slices: see the run in Dagster."))
     blocks.append(
         _context(
             "Rules from seer_rules.yaml ($SEER_RULES_FILE). Re-running this partition posts "
             "again only if the outcome changes."
         )
     )
-    summary = ", ".join(f"{a.rule} on {a.slice}" for a in ordered[:5])
-    more = f" and {len(ordered) - 5} more" if len(ordered) > 5 else ""
+    summary = "; ".join(
+        f"{label}: {', '.join(a.rule for a in by_slice[label])}" for label in slices[:4]
+    )
+    more = f"; and {len(slices) - 4} more slices" if len(slices) > 4 else ""
     text = escape_mrkdwn(
-        f"Seer {partition_date}: {len(ordered)} failing check{plural} ({severity_text}): "
+        f"Seer {partition_date}: {len(alerts)} failing check{plural} ({severity_text}). "
         f"{summary}{more}"
     )
     return SlackMessage(text=text, blocks=blocks)
@@ -290,6 +307,11 @@ def build_freshness_message(
     return SlackMessage(text=text, blocks=blocks)
 
 
+_CONSOLE_LINK = re.compile(r"<([^<>|]+)\|([^<>]+)>")
+_CONSOLE_ICON = re.compile(r":(red_circle|large_orange_circle|white_circle|x|hourglass): ")
+_CONSOLE_BOLD = re.compile(r"\*([^*\n]+)\*")
+
+
 def render_console(message: SlackMessage) -> str:
     """A plain-text rendering for the log and the terminal."""
     lines: list[str] = []
@@ -301,6 +323,9 @@ def render_console(message: SlackMessage) -> str:
         elif block["type"] == "context":
             lines.extend("  " + element["text"] for element in block["elements"])
     text = "\n".join(lines)
+    text = _CONSOLE_LINK.sub(lambda m: f"{m.group(2)} ({m.group(1)})", text)
+    text = _CONSOLE_ICON.sub("", text)
+    text = _CONSOLE_BOLD.sub(lambda m: m.group(1), text)
     for escaped, raw in (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&")):
         text = text.replace(escaped, raw)
     return text

@@ -19,6 +19,7 @@ from seer_pipelines.alerts import (
     AlertDispatcher,
     AlertOutbox,
     SlackAlertResource,
+    SlackMessage,
     build_check_message,
     escape_mrkdwn,
     render_console,
@@ -175,23 +176,38 @@ def test_one_message_summarises_every_failing_check_of_the_partition(outbox, tmp
         "text": {"type": "plain_text", "text": "Seer: retrieval quality alert for 2026-11-29"},
     }
     texts = mrkdwn_texts(blocks)
-    assert texts[1].startswith("*3 failing checks* (2 ERROR, 1 WARN) on `slice_metrics`")
-    assert "<https://dagster.example.com/runs/r1|Dagster run r1>" in texts[1]
-    # ERROR first, the high-priority slice first among them
-    assert texts[2].startswith(":red_circle: *ERROR* `recall_high_priority` on *env=prod*")
-    assert "*20 of 80 events have recall < 1.0*" in texts[2]
-    assert texts[3].startswith(":red_circle: *ERROR* `f1_drop` on *feature_flag=retrieval-v2*")
-    assert (
-        "*mean f1 fell by 0.310*: 0.520 over 312 events vs 0.830 in the trailing 7 days"
-        in (texts[3])
+    assert texts[1].startswith(
+        "*3 failing checks* (2 ERROR, 1 WARN) on `slice_metrics`, partition *2026-11-29*, in "
+        "*env=prod*, *feature_flag=retrieval-v2*."
     )
+    assert "<https://dagster.example.com/runs/r1|Dagster run r1>" in texts[1]
+    assert blocks[2] == {"type": "divider"}
+    # one section per slice, worst first: the high-priority slice leads
+    prod = texts[2].splitlines()
+    assert prod[0] == "*env=prod* (high priority)"
+    assert prod[1] == (
+        ":red_circle: *ERROR* `recall_high_priority`: *20 of 80 events have recall < 1.0* "
+        "(25.0%); alerts on any"
+    )
+    flag = texts[3].splitlines()
+    assert flag[0] == "*feature_flag=retrieval-v2*"
+    assert flag[1].startswith(
+        ":red_circle: *ERROR* `f1_drop`: *mean f1 fell by 0.310*: 0.520 over 312 events vs "
+        "0.830 in the trailing 7 days (2,100 events); alerts on a drop >= 0.20"
+    )
+    assert flag[2].startswith(":large_orange_circle: *WARN* `ndcg_drop`: *mean ndcg fell by")
     assert texts[4] == (
         "Top missing requirements in feature_flag=retrieval-v2: "
         "“The nationality of that director” (41 events)"
     )
-    assert texts[5].startswith(":large_orange_circle: *WARN* `ndcg_drop`")
     assert "Re-running this partition posts again only if the outcome changes" in texts[-1]
-    assert "f1_drop on feature_flag=retrieval-v2" in posted["text"]
+    assert len(blocks) == 7
+    assert "feature_flag=retrieval-v2: f1_drop, ndcg_drop" in posted["text"]
+    console = render_console(SlackMessage(posted["text"], blocks))
+    assert "ERROR recall_high_priority: 20 of 80 events have recall < 1.0" in console.replace(
+        "`", ""
+    )
+    assert "Dagster run r1 (https://dagster.example.com/runs/r1)" in console
     assert {a.state for a in outbox.rows(DAY)} == {SENT}
 
 
@@ -300,7 +316,8 @@ def test_without_token_alerts_go_to_the_console(outbox, caplog, monkeypatch) -> 
     assert result.delivered and result.destination == "console"
     printed = caplog.text
     assert "Seer: retrieval quality alert for 2026-11-29" in printed
-    assert "`f1_drop` on *tenant=<b>&co*" in printed
+    assert "tenant=<b>&co\n" in printed
+    assert "ERROR `f1_drop`: mean f1 fell by 0.310" in printed
     assert outbox.rows(DAY)[0].delivered_to == "console"
 
 

@@ -225,3 +225,65 @@ def test_release_over_release_check_from_config(warehouse) -> None:
         assert failing["baseline_label"] == "feature_flag=retrieval-v1 on the same day"
         assert len(fake.messages) == 1
         assert "feature_flag=retrieval-v1 on the same day" in json.dumps(fake.messages[0])
+
+
+def test_demo_regression_raises_exactly_the_expected_alert(tmp_path, monkeypatch) -> None:
+    """The real daily job on the demo's synthetic events: quiet clean days, then one alert
+    per regressed day naming retrieval-v2 / prod (and the aggregate), nothing elsewhere."""
+    from seer_pipelines.commands.seed import seed_warehouse
+    from seer_pipelines.definitions import defs
+    from seer_testing.synthetic import default_end_day
+
+    url = f"sqlite:///{tmp_path / 'warehouse.sqlite'}"
+    end_day = default_end_day()
+    days = [end_day - timedelta(days=offset) for offset in range(8, -1, -1)]
+    seed_warehouse(
+        WarehouseResource(url=url),
+        days=len(days),
+        end_day=end_day,
+        events_per_day=150,
+        seed=7,
+        regression_days=2,
+        show_progress=False,
+    )
+    job = defs.resolve_job_def("seer_daily_job")
+    instance = DagsterInstance.ephemeral()
+    with FakeSlack() as fake:
+        monkeypatch.setenv("SEER_WAREHOUSE_URL", url)
+        monkeypatch.setenv("SEER_EVALUATOR", "lexical")
+        monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-demo")
+        monkeypatch.setenv("SEER_SLACK_CHANNEL", "#seer-demo")
+        monkeypatch.setenv("SEER_SLACK_API_URL", fake.base_url)
+        posted_by_day = {}
+        failing_by_day = {}
+        for day in days:
+            result = job.execute_in_process(partition_key=day.isoformat(), instance=instance)
+            assert result.success
+            failing_by_day[day] = {
+                (e.check_name, slice_outcome["slice"])
+                for e in result.get_asset_check_evaluations()
+                if not e.passed
+                for slice_outcome in e.metadata["failing_slices"].value
+            }
+            posted_by_day[day] = len(fake.messages)
+    clean, regressed = days[:-2], days[-2:]
+    for day in clean:
+        assert failing_by_day[day] == set(), day
+    assert posted_by_day[clean[-1]] == 0
+    assert len(fake.messages) == 2  # one message per regressed partition
+    for day, message in zip(regressed, fake.messages, strict=True):
+        failing = failing_by_day[day]
+        assert {
+            ("f1_drop", "env=prod"),
+            ("f1_drop", "feature_flag=retrieval-v2"),
+            ("recall_high_priority", "env=prod"),
+        } <= failing
+        assert {label for _, label in failing} <= {"env=prod", "feature_flag=retrieval-v2", "all"}
+        assert message["channel"] == "#seer-demo"
+        assert message["blocks"][0]["text"]["text"].endswith(day.isoformat())
+        summary = message["blocks"][1]["text"]["text"]
+        assert summary.startswith(f"*{len(failing)} failing checks*")
+        assert "in *env=prod*, *feature_flag=retrieval-v2*" in summary
+        texts = json.dumps(message["blocks"])
+        assert "Top missing requirements in env=prod" in texts
+        assert "mean f1 fell by" in texts
