@@ -250,6 +250,20 @@ class AgreementReport:
         return agreed / self.judged if self.judged else None
 
     @property
+    def flag_balanced_accuracy(self) -> float | None:
+        """Mean of the flag's hit rate on gold-missing and gold-complete events.
+
+        A constant flag scores 0.5 whatever the class balance, so a figure above 0.5 means
+        the flag tells the two apart; None unless both kinds of event occur.
+        """
+        complete = self.judged - self.gold_missing
+        if not self.gold_missing or not complete:
+            return None
+        hit_missing = self.flag_true_positive / self.gold_missing
+        hit_complete = self.flag_true_negative / complete
+        return (hit_missing + hit_complete) / 2
+
+    @property
     def majority_flag_agreement(self) -> float | None:
         """What a constant flag (always the commoner answer) would score."""
         if not self.judged:
@@ -273,6 +287,7 @@ class AgreementReport:
             "citation_precision": self.citation_precision,
             "citation_recall": self.citation_recall,
             "flag_agreement": self.flag_agreement,
+            "flag_balanced_accuracy": self.flag_balanced_accuracy,
             "flag_confusion": {
                 "flagged_and_gold_missing": self.flag_true_positive,
                 "flagged_but_gold_complete": self.flag_false_positive,
@@ -342,6 +357,8 @@ def format_report(report: AgreementReport, *, title: str = "") -> str:
         f"citation recall vs gold (in context):    {show(report.citation_recall)}",
         f"recall<1 flag agrees with 'gold missing from context': {show(report.flag_agreement)}"
         f"   [constant-flag baseline {show(report.majority_flag_agreement)}]",
+        f"  balanced accuracy of the flag: {show(report.flag_balanced_accuracy)}"
+        "   [constant flag 0.500]",
         f"  flagged & gold missing {report.flag_true_positive}, "
         f"flagged & gold complete {report.flag_false_positive}, "
         f"not flagged & gold missing {report.flag_false_negative}, "

@@ -13,6 +13,7 @@ import pytest
 import seer_testing
 from seer_metrics import Judgment, RetrievalEvent
 from seer_metrics.agreement import (
+    AgreementReport,
     InvalidExampleError,
     LabeledExample,
     example_to_record,
@@ -178,6 +179,7 @@ def test_agreement_figures_match_a_hand_computed_case() -> None:
     assert report.citation_recall == pytest.approx(3 / 3)  # gold in context: 2 + 1
     assert report.flag_agreement == 1.0
     assert (report.flag_true_positive, report.flag_true_negative) == (1, 1)
+    assert report.flag_balanced_accuracy == 1.0
     assert report.cite_everything_precision == pytest.approx(3 / 8)
     assert report.mean("recall") == pytest.approx((1.0 + 0.5) / 2)
     assert report.mean("precision") == pytest.approx((3 / 4 + 1 / 4) / 2)
@@ -195,6 +197,7 @@ def test_an_evaluator_that_raises_counts_as_errors_not_a_crash() -> None:
     report = asyncio.run(measure_agreement(examples, Broken({})))
     assert (report.judged, report.errors) == (0, 1)
     assert report.flag_agreement is None
+    assert report.flag_balanced_accuracy is None
 
 
 def test_lexical_agreement_on_the_bundled_sample_is_deterministic_and_bounded() -> None:
@@ -218,3 +221,19 @@ def test_events_file_round_trips(tmp_path: Path) -> None:
     ]
     assert [e.event_id for e in events] == [ex.id for ex in examples]
     assert all(e.n == 3 for e in events)
+
+
+def test_balanced_accuracy_gives_a_constant_flag_one_half() -> None:
+    # 8 gold-missing events, 2 complete; a flag raised on every event
+    always = AgreementReport(judged=10, flag_true_positive=8, flag_false_positive=2)
+    assert always.flag_agreement == pytest.approx(0.8)
+    assert always.majority_flag_agreement == pytest.approx(0.8)
+    assert always.flag_balanced_accuracy == pytest.approx(0.5)
+    # half the missing events flagged, both complete ones left alone
+    mixed = AgreementReport(
+        judged=10, flag_true_positive=4, flag_false_negative=4, flag_true_negative=2
+    )
+    assert mixed.flag_balanced_accuracy == pytest.approx((4 / 8 + 2 / 2) / 2)
+    only_missing = AgreementReport(judged=3, flag_true_positive=3)
+    assert only_missing.flag_balanced_accuracy is None
+    assert "balanced accuracy of the flag: 0.750" in format_report(mixed)

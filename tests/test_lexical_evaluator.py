@@ -13,7 +13,9 @@ from seer_metrics.evaluators.lexical import (
     LexicalEvaluator,
     content_terms,
     extract_requirements,
+    ground_passages,
     stem,
+    title_key,
 )
 
 
@@ -176,3 +178,93 @@ def test_factory_builds_the_lexical_evaluator_and_rejects_unknown_input() -> Non
         build_evaluator("lexical", no_such_setting=1)
     with pytest.raises(ValueError, match="support_threshold"):
         LexicalEvaluator(support_threshold=0)
+
+
+BRIDGE_QUERY = (
+    "What government position was held by the woman who portrayed Corliss Archer"
+    " in the film Kiss and Tell?"
+)
+FILM = (
+    "Kiss and Tell (1945 film)\n"
+    "Kiss and Tell is a 1945 American comedy film starring Shirley Temple as Corliss Archer."
+)
+BRIDGE = (
+    "Shirley Temple\n"
+    "Shirley Temple Black was an American actress who served as Chief of Protocol"
+    " of the United States."
+)
+LOOKALIKE = (
+    "Women in government\n"
+    "In many countries a government position was first held by a woman in the twentieth century."
+)
+RADIO = (
+    "Meet Corliss Archer\nMeet Corliss Archer is a radio comedy series that ran from 1943 to 1956."
+)
+
+
+def test_titles_named_by_the_query_anchor_and_titles_they_mention_link() -> None:
+    query_terms = set(content_terms(BRIDGE_QUERY))
+    assert title_key("Kiss and Tell (1945 film)") == "Kiss and Tell"
+    # the film is named by the query; the actress is named only by the film's passage
+    assert ground_passages(query_terms, [FILM, BRIDGE, LOOKALIKE, RADIO]) == {0: 1, 1: 2}
+    assert ground_passages(query_terms, [LOOKALIKE, RADIO, BRIDGE]) == {}
+    # a shared multi-word name the query does not contain links two bodies too
+    shared = "Ada Lovelace Prize\nIt is awarded by the Royal Statistical Society."
+    assert ground_passages(
+        set(content_terms("Who awards the Ada Lovelace Prize?")),
+        [shared, "Annual report\nThe Royal Statistical Society was founded in 1834."],
+    ) == {0: 1, 1: 2}
+
+
+def test_a_bridge_passage_supports_the_hop_the_query_only_describes() -> None:
+    judgment = LexicalEvaluator().judge(make_event(BRIDGE_QUERY, [FILM, BRIDGE, LOOKALIKE, RADIO]))
+    by_text = {r.text: r.supported_by for r in judgment.requirements}
+    assert all(r.supported for r in judgment.requirements)
+    # the woman is reached through the film's passage, not through the look-alike's words
+    assert by_text["what government position was held by the woman"] == ("p2",)
+    assert by_text["woman who portrayed corliss archer"] == ("p1",)
+    assert "p3" not in judgment.cited_ids and "p4" not in judgment.cited_ids
+
+
+def test_a_missing_bridge_passage_leaves_its_hop_unsupported() -> None:
+    judgment = LexicalEvaluator().judge(make_event(BRIDGE_QUERY, [FILM, LOOKALIKE, RADIO]))
+    by_text = {r.text: r.supported_by for r in judgment.requirements}
+    # the look-alike repeats the question's words but is tied to none of its entities
+    assert by_text["what government position was held by the woman"] == ()
+    assert by_text["woman who portrayed corliss archer"] == ("p1",)
+    assert judgment.cited_ids == frozenset({"p1"})
+    # without grounding, plain overlap accepts the look-alike: the behaviour this replaces
+    plain = LexicalEvaluator(grounding=False).judge(
+        make_event(BRIDGE_QUERY, [FILM, LOOKALIKE, RADIO])
+    )
+    assert "p2" in plain.cited_ids
+
+
+def test_each_bridge_passage_serves_one_hop_only() -> None:
+    query = (
+        "Where was the founder of the label that signed the band that recorded Hybrid Theory born?"
+    )
+    album = (
+        "Hybrid Theory\nHybrid Theory is the debut album by Linkin Park, released by Warner Bros."
+    )
+    band = "Linkin Park\nLinkin Park is an American rock band from Agoura Hills, California."
+    label = (
+        "Warner Bros. Records\nWarner Bros. Records was founded by Jack Warner, born in Ontario."
+    )
+    assert len(extract_requirements(query)) == 3
+    # the label's passage is missing: the one linked passage (the band) bridges one hop only
+    short = LexicalEvaluator().judge(make_event(query, [album, band]))
+    assert sum(1 for r in short.requirements if r.supported_by == ("p2",)) == 1
+    assert not all(r.supported for r in short.requirements)
+    # with the label's passage (linked by the shared name "Warner Bros") the chain is whole
+    whole = LexicalEvaluator().judge(make_event(query, [album, band, label]))
+    assert all(r.supported for r in whole.requirements)
+    assert whole.cited_ids == frozenset({"p1", "p2", "p3"})
+
+
+def test_untitled_context_falls_back_to_plain_overlap() -> None:
+    for evaluator in (LexicalEvaluator(), LexicalEvaluator(grounding=False)):
+        judgment = evaluator.judge(make_event(QUERY, RELEVANT))
+        assert all(r.supported for r in judgment.requirements)
+    with pytest.raises(ValueError, match="grounded_support_threshold"):
+        LexicalEvaluator(grounded_support_threshold=1.5)

@@ -31,7 +31,7 @@ from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Judgment, Requirement
 
 LEXICAL_MODEL = "lexical-v1"
-LEXICAL_PROMPT_VERSION = "heuristic-1"
+LEXICAL_PROMPT_VERSION = "heuristic-2"
 
 _STOPWORD_TEXT = """
     a about above after again against all also am an and any are as at be because been
@@ -342,8 +342,16 @@ class _PassageTerms:
     sentence_terms: tuple[frozenset[str], ...]
 
 
+def split_title(text: str) -> tuple[str, str]:
+    """(title, body): a first line followed by a newline is the passage's title."""
+    if "\n" not in text:
+        return "", text
+    title, _, body = text.partition("\n")
+    return title.strip(), body
+
+
 def _passage_terms(item_id: str, text: str) -> _PassageTerms:
-    title, _, body = text.partition("\n") if "\n" in text else ("", "", text)
+    title, body = split_title(text)
     title_terms = frozenset(content_terms(title))
     sentences = tuple(
         title_terms | frozenset(content_terms(sentence))
@@ -351,6 +359,71 @@ def _passage_terms(item_id: str, text: str) -> _PassageTerms:
         if sentence.strip()
     ) or (title_terms,)
     return _PassageTerms(item_id, title_terms, title_terms.union(*sentences), sentences)
+
+
+_DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")
+# A run of capitalised words, optionally joined by a lower-case particle: "Bank of England".
+_NAMED_ENTITY = re.compile(
+    r"[A-Z][\w'’-]*(?:\s+(?:(?:of|the|de|and|for|in|von|van|la|le|du|da)\s+)?[A-Z][\w'’-]*)*"
+)
+MIN_LINK_ENTITY_TERMS = 2
+
+
+def title_key(title: str) -> str:
+    """The title without its disambiguation: "Kiss and Tell (1945 film)" -> "Kiss and Tell"."""
+    return _DISAMBIGUATION.sub("", title).strip()
+
+
+def named_entities(text: str, exclude: frozenset[str] | set[str]) -> set[tuple[str, ...]]:
+    """Capitalised multi-word names in `text` (as stemmed terms) not wholly made of `exclude`."""
+    found = set()
+    for match in _NAMED_ENTITY.finditer(fold_accents(text)):
+        terms = tuple(content_terms(match.group(0)))
+        if len(terms) >= MIN_LINK_ENTITY_TERMS and not set(terms) <= exclude:
+            found.add(terms)
+    return found
+
+
+def ground_passages(query_terms: set[str], texts: Sequence[str]) -> dict[int, int]:
+    """Which context passages are tied to the query's entities, and by how many hops.
+
+    Depth 1 (anchored): every content term of the passage's title (disambiguation dropped)
+    is in the query, so the query names the passage's subject. Depth d+1 (linked, a bridge):
+    the passage's title occurs in the body of a depth-d passage, or the two bodies share a
+    multi-word capitalised name the query does not contain; that is how a multi-hop chain
+    reaches an entity the question only describes. Passages without a title are never
+    grounded. Returns {context position: depth}.
+    """
+    parts = [split_title(text) for text in texts]
+    keys = [title_key(title) for title, _ in parts]
+    depth: dict[int, int] = {}
+    for index, key in enumerate(keys):
+        terms = set(content_terms(key))
+        if terms and terms <= query_terms:
+            depth[index] = 1
+    if not depth:
+        return depth
+    bodies = [fold_accents(body).casefold() for _, body in parts]
+    patterns = [
+        re.compile(r"(?<!\w)" + re.escape(fold_accents(key).casefold()) + r"(?!\w)")
+        if content_terms(key)
+        else None
+        for key in keys
+    ]
+    entities = [named_entities(body, query_terms) for _, body in parts]
+    changed = True
+    while changed:
+        changed = False
+        for index, pattern in enumerate(patterns):
+            if index in depth or not keys[index]:
+                continue
+            for source in sorted(depth):
+                titled = pattern is not None and pattern.search(bodies[source]) is not None
+                if titled or entities[index] & entities[source]:
+                    depth[index] = depth[source] + 1
+                    changed = True
+                    break
+    return depth
 
 
 def context_idf(term: str, document_frequency: int, documents: int) -> float:
@@ -361,13 +434,24 @@ def context_idf(term: str, document_frequency: int, documents: int) -> float:
 class LexicalEvaluator:
     """Deterministic term-overlap judge: the offline default for demos and tests.
 
-    A passage supports a requirement when the weighted share of the requirement's terms
-    found in one of its sentences (together with its title) reaches `support_threshold`;
-    a term weighs `idf_floor` plus its BM25 IDF within the event's context, and question
-    fillers (`WEAK_TERMS`) weigh `weak_term_weight` times that. Each requirement cites the
-    passages whose share is within `citation_margin` of its best one. Defaults were tuned
-    on the bundled dev samples only (docs/agreement.md). A heuristic: see the module
-    docstring for what it cannot do.
+    A passage's coverage of a requirement is the weighted share of the requirement's terms
+    found in one of its sentences (together with its title); a term weighs `idf_floor` plus
+    its BM25 IDF within the event's context, and question fillers (`WEAK_TERMS`) weigh
+    `weak_term_weight` times that.
+
+    When some passage's title is named by the query, only grounded passages (anchored by
+    that title, or linked to it through a bridge: `ground_passages`) may support a
+    requirement, from `grounded_support_threshold`: distractors that merely repeat the
+    question's words are not evidence. A requirement that no grounded passage covers is
+    given to a linked (bridge) passage not yet used by another such requirement, since a
+    question only describes its bridge entities and their passages share few of its
+    words; each hop needs its own passage, so a chain with a missing link leaves a
+    requirement unsupported. Without any anchored passage (untitled text, or titles the
+    query does not name) every passage may support, from `support_threshold`.
+
+    Each requirement cites the eligible passages whose share is within `citation_margin`
+    of its best one. Defaults were tuned on the bundled dev samples only
+    (docs/agreement.md). A heuristic: see the module docstring for what it cannot do.
     """
 
     name = "lexical"
@@ -378,59 +462,98 @@ class LexicalEvaluator:
         model: str = LEXICAL_MODEL,
         prompt_version: str = LEXICAL_PROMPT_VERSION,
         support_threshold: float = 0.55,
+        grounded_support_threshold: float = 0.45,
         citation_margin: float = 0.1,
         weak_term_weight: float = 0.3,
         sentence_level: bool = True,
         max_clause_terms: int = MAX_CLAUSE_TERMS,
         idf_floor: float = 2.0,
+        grounding: bool = True,
     ) -> None:
-        if not 0.0 < support_threshold <= 1.0:
-            raise ValueError(f"support_threshold must be in (0, 1], got {support_threshold}")
+        for setting, value in (
+            ("support_threshold", support_threshold),
+            ("grounded_support_threshold", grounded_support_threshold),
+        ):
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f"{setting} must be in (0, 1], got {value}")
         if not 0.0 <= citation_margin <= 1.0:
             raise ValueError(f"citation_margin must be in [0, 1], got {citation_margin}")
         self.model = model
         self.prompt_version = prompt_version
         self.support_threshold = support_threshold
+        self.grounded_support_threshold = grounded_support_threshold
         self.citation_margin = citation_margin
         self.weak_term_weight = weak_term_weight
         self.sentence_level = sentence_level
         self.max_clause_terms = max_clause_terms
         self.idf_floor = idf_floor
+        self.grounding = grounding
 
     def requirements(self, query: str) -> tuple[RequirementPattern, ...]:
         return extract_requirements(query, max_clause_terms=self.max_clause_terms)
+
+    def _coverage(
+        self, pattern: RequirementPattern, passages: Sequence[_PassageTerms]
+    ) -> list[float]:
+        """Each passage's weighted share of the requirement's terms (best sentence + title)."""
+        documents = len(passages)
+        weights = {}
+        for term in pattern.terms:
+            frequency = sum(1 for passage in passages if term in passage.terms)
+            weight = context_idf(term, frequency, documents) + self.idf_floor
+            if term in pattern.weak_terms:
+                weight *= self.weak_term_weight
+            weights[term] = weight
+        total = sum(weights.values())
+        coverage = []
+        for passage in passages:
+            units = passage.sentence_terms if self.sentence_level else (passage.terms,)
+            found = max(sum(w for term, w in weights.items() if term in unit) for unit in units)
+            coverage.append(found / total if total > 0 else 0.0)
+        return coverage
 
     def judge(self, event: RetrievalEvent) -> Judgment:
         """The judgment for one event (synchronous; `evaluate` wraps it)."""
         patterns = self.requirements(event.task)
         passages = [_passage_terms(item.id, item.text) for item in event.context]
-        documents = len(passages)
-        requirements = []
+        depth = (
+            ground_passages(set(content_terms(event.task)), [item.text for item in event.context])
+            if self.grounding
+            else {}
+        )
+        threshold = self.grounded_support_threshold if depth else self.support_threshold
+        supports: list[tuple[str, ...]] = []
+        coverages = []
         for pattern in patterns:
-            weights = {}
-            for term in pattern.terms:
-                frequency = sum(1 for passage in passages if term in passage.terms)
-                weight = context_idf(term, frequency, documents) + self.idf_floor
-                if term in pattern.weak_terms:
-                    weight *= self.weak_term_weight
-                weights[term] = weight
-            total = sum(weights.values())
-            coverage = []
-            for passage in passages:
-                units = passage.sentence_terms if self.sentence_level else (passage.terms,)
-                found = max(sum(w for term, w in weights.items() if term in unit) for unit in units)
-                coverage.append(found / total if total > 0 else 0.0)
+            coverage = self._coverage(pattern, passages)
+            if depth:
+                coverage = [share if i in depth else 0.0 for i, share in enumerate(coverage)]
+            coverages.append(coverage)
             best = max(coverage, default=0.0)
             supported_by: tuple[str, ...] = ()
-            if best >= self.support_threshold:
-                floor = max(self.support_threshold, best - self.citation_margin)
+            if best >= threshold:
+                floor = max(threshold, best - self.citation_margin)
                 supported_by = tuple(
                     passage.id
                     for passage, share in zip(passages, coverage, strict=True)
                     if share >= floor
                 )
-            requirements.append(Requirement(pattern.id, pattern.text, supported_by))
-        return Judgment(tuple(requirements))
+            supports.append(supported_by)
+        # Bridges: a requirement no grounded passage covers goes to a linked passage, one
+        # requirement per linked passage, the best-covering first.
+        bridges = [i for i, level in sorted(depth.items()) if level >= 2]
+        for index, supported_by in enumerate(supports):
+            if supported_by or not bridges:
+                continue
+            chosen = max(bridges, key=lambda i: (coverages[index][i], -i))
+            bridges.remove(chosen)
+            supports[index] = (passages[chosen].id,)
+        return Judgment(
+            tuple(
+                Requirement(pattern.id, pattern.text, supported_by)
+                for pattern, supported_by in zip(patterns, supports, strict=True)
+            )
+        )
 
     async def evaluate(self, events: Sequence[RetrievalEvent]) -> list[EvaluationOutcome]:
         outcomes = []
