@@ -2,13 +2,16 @@
 
 It is a heuristic, not a reader. It splits the query into requirements by its surface
 syntax (relative clauses, conjunctions, long clauses cut at prepositions; quoted titles
-are never cut) and calls a requirement supported by a passage when enough of the
-requirement's stemmed content terms, weighted by how rare they are in that event's
-context (BM25-style IDF on top of a floor), occur in one sentence of the passage together
-with its title (a first line followed by a newline is taken as the title). It
-cannot follow a bridge ("the director of the film that...") to an entity the query never
-names, cannot read negation or paraphrase, and will accept a passage that repeats the
-query's words without answering it. Its measured agreement with gold labels is in
+are never cut) and measures how much of a requirement's stemmed content terms, weighted
+by how rare they are in that event's context (BM25-style IDF on top of a floor), occur in
+one sentence of a passage together with its title (a first line followed by a newline is
+taken as the title). When the query names a passage's title, only passages tied to the
+query's entities may support a requirement: those it names, and those reached from them
+through a bridge (the next passage's title, or a shared multi-word name, appears in the
+previous one), one bridge passage per hop. It cannot follow a bridge between passages that
+share no name, count the hops a question needs, read negation or paraphrase, and without
+a named title it falls back to word overlap, accepting a passage that repeats the query's
+words without answering it. Its measured agreement with gold labels is in
 docs/agreement.md; use the LLM evaluator where that matters.
 
 K depends on the query only: requirements are computed from the normalised query
