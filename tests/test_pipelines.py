@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -383,3 +387,38 @@ def test_evaluator_errors_are_stored_with_a_reason(warehouse) -> None:
     assert errors["recall"].isna().all() and errors["f1"].isna().all()
     assert metadata_of(result, "event_metrics")["errors"].value == len(errors)
     assert metadata_of(result, "event_judgments")["error_reasons"].value == {"timeout": len(errors)}
+
+
+def test_seer_demo_end_to_end(tmp_path) -> None:
+    """`seer demo` as a user runs it (small), in its own process: it changes the env."""
+    seer = Path(sys.executable).with_name("seer")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("SEER_", "DAGSTER_", "SLACK_", "OPENAI_"))
+    }
+    completed = subprocess.run(
+        [str(seer), "demo", "--days", "3", "--events-per-day", "60"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = completed.stdout
+    assert completed.returncode == 0, output + completed.stderr
+    assert "[ 3/3]" in output
+    assert "env=prod" in output and "feature_flag=retrieval-v2" in output
+    assert f"DAGSTER_HOME={tmp_path / '.dagster_home'}" in output
+    assert "dagster dev -w workspace.yaml" in output
+    # The same instance and warehouse are left behind for `dagster dev`.
+    with DagsterInstance.from_config(str(tmp_path / ".dagster_home")) as instance:
+        assert len(instance.get_materialized_partitions(AssetKey("slice_metrics"))) == 3
+    warehouse = WarehouseResource(url=f"sqlite:///{tmp_path / '.seer' / 'warehouse.sqlite'}")
+    assert (
+        warehouse.read_table_range(SLICE_METRICS_TABLE, date(2000, 1, 1), date(2100, 1, 1))[
+            "partition_date"
+        ].nunique()
+        == 3
+    )
+    warehouse.dispose()
