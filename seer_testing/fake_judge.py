@@ -6,7 +6,8 @@ requirement list, the `<passage id="...">` blocks) and answering from a scripted
 Failures are injected per request: latency, 429 with `Retry-After`, 500, hangs, invalid
 JSON, a wrong shape, truncated output, refusals, unknown passage or requirement ids,
 quotes that are not in the passage; and it can enforce a requests-per-minute limit the way
-a real endpoint does (429 beyond it). Every request is recorded.
+a real endpoint does (429 beyond it). Every request is recorded; `GET /fake/stats` serves
+the counts, for a server run in another process.
 
     with FakeJudgeServer(GoldOracle({...}), latency_seconds=0.01) as server:
         evaluator = LLMEvaluator(LLMSettings(base_url=server.base_url, api_key="test"))
@@ -176,8 +177,7 @@ class FakeJudgeServer:
 
     def start(self) -> FakeJudgeServer:
         handler = type("FakeJudgeHandler", (_Handler,), {"judge": self})
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        httpd.daemon_threads = True
+        httpd = _Server(("127.0.0.1", 0), handler)
         self._httpd = httpd
         self._thread = threading.Thread(
             target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -226,6 +226,17 @@ class FakeJudgeServer:
                 for r in self.requests
                 if (schema is None or r.schema == schema) and (status is None or r.status == status)
             )
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of requests, by HTTP status and by schema (also served at GET /fake/stats)."""
+        with self._lock:
+            by_status = collections.Counter(str(r.status) for r in self.requests)
+            by_schema = collections.Counter(str(r.schema) for r in self.requests)
+            return {
+                "requests": len(self.requests),
+                "by_status": dict(by_status),
+                "by_schema": dict(by_schema),
+            }
 
     def reset_records(self) -> None:
         with self._lock:
@@ -362,9 +373,24 @@ class FakeJudgeServer:
         return {"requirements": items}
 
 
+class _Server(ThreadingHTTPServer):
+    # A deep accept backlog: dozens of clients connecting at once must not be reset.
+    request_queue_size = 256
+    daemon_threads = True
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out as separate writes: with Nagle's algorithm on, the body would
+    # wait for the client's delayed ACK (about 40 ms a response), which is not the model.
+    disable_nagle_algorithm = True
     judge: FakeJudgeServer
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/fake/stats":
+            self._send(200, {}, self.judge.stats())
+        else:
+            self._send(404, {}, _error_body(f"no route {self.path}", "invalid_request_error"))
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

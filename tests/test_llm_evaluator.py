@@ -429,6 +429,9 @@ def test_settings_are_validated_with_the_setting_named(monkeypatch) -> None:
         90.0,
         4,
     )
+    assert LLMSettings.from_env({"SEER_EVALUATOR_MODEL": "m1"}, model=None).model == "m1"
+    unpaced = LLMSettings.from_env({"SEER_LLM_REQUESTS_PER_MINUTE": "none"})
+    assert unpaced.requests_per_minute is None
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):
         LLMEvaluator(LLMSettings())

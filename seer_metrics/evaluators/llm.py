@@ -144,9 +144,13 @@ class LLMSettings:
             "SEER_LLM_TOKENS_PER_MINUTE": ("tokens_per_minute", float),
             "SEER_LLM_MAX_RETRIES": ("max_retries", int),
         }
+        unlimited = {"SEER_LLM_REQUESTS_PER_MINUTE", "SEER_LLM_TOKENS_PER_MINUTE"}
         for variable, (name, kind) in numeric.items():
             raw = environ.get(variable)
             if raw is None or not raw.strip():
+                continue
+            if variable in unlimited and raw.strip().lower() in ("none", "0", "unlimited"):
+                values[name] = None  # no client-side pacing (e.g. a local server)
                 continue
             try:
                 values[name] = kind(raw)
@@ -158,7 +162,9 @@ class LLMSettings:
         unknown = set(overrides) - known
         if unknown:
             raise ValueError(f"unknown LLM settings: {', '.join(sorted(unknown))}")
-        values.update({key: value for key, value in overrides.items() if value is not None})
+        # `model=None` means "not given" (the factory passes it through); any other None
+        # is meant, e.g. `requests_per_minute=None` for no pacing.
+        values.update({k: v for k, v in overrides.items() if not (k == "model" and v is None)})
         return cls(**values)
 
     def price_for(self, model: str) -> tuple[float, float] | None:
