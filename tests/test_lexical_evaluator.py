@@ -134,6 +134,75 @@ def test_splits_multi_hop_questions_into_readable_requirements(
     assert [r.text for r in extract_requirements(query)] == expected_texts
 
 
+@pytest.mark.parametrize(
+    ("query", "expected_texts"),
+    [
+        (
+            "Which single sign-on provider does Harbor Pay use and what is its session timeout?",
+            ["which single sign-on provider does harbor pay use", "what is its session timeout"],
+        ),
+        (
+            "What is the API rate limit of Lumen Search?",
+            ["what is the api rate limit of lumen search"],
+        ),
+        (
+            "Who directed Inception and what is their nationality?",
+            ["who directed inception", "what is their nationality"],
+        ),
+        (
+            "Who was the first president of the association which published Journal of"
+            " Psychotherapy Integration?",
+            [
+                "who was the first president of the association",
+                "association which published journal of psychotherapy integration",
+            ],
+        ),
+    ],
+)
+def test_requirements_are_readable_facts(query: str, expected_texts: list[str]) -> None:
+    """Requirement texts are shown in alerts as "top missing requirements": each a fact."""
+    assert [r.text for r in extract_requirements(query)] == expected_texts
+
+
+@pytest.mark.parametrize(
+    ("query", "hyphenated"),
+    [
+        ("Which single sign-on provider does Harbor Pay use for its merchant portal?", "sign-on"),
+        (
+            "Which British-American actor starred in the film shot in Leland in 1986?",
+            "british-american",
+        ),
+        (
+            "Which large modern state-of-the-art telescope was built on Oahu in 1990?",
+            "state-of-the-art",
+        ),
+    ],
+)
+def test_a_hyphenated_word_is_never_a_split_point(query: str, hyphenated: str) -> None:
+    texts = [r.text for r in extract_requirements(query)]
+    assert any(hyphenated in text for text in texts), texts
+    parts = hyphenated.split("-")
+    for cut in range(1, len(parts)):
+        head, tail = "-".join(parts[:cut]), "-".join(parts[cut:])
+        assert not any(text.endswith(head) or text.startswith(tail) for text in texts), texts
+
+
+def test_hyphenated_words_keep_their_parts_as_terms() -> None:
+    (pattern,) = extract_requirements("Is the British-American actor Cary Grant?")
+    assert {"british", "american", "actor"} <= set(pattern.terms)
+
+
+def test_a_preposition_that_only_names_the_entity_stays_attached() -> None:
+    """ "of Lumen Search" names what the rate limit belongs to: no fact of its own."""
+    for query in (
+        "What is the API rate limit of Lumen Search?",
+        "What is the session timeout of the Harbor Pay merchant portal?",
+        "When did the Consulate General of the United States open in Frankfurt?",
+    ):
+        texts = [r.text for r in extract_requirements(query)]
+        assert not any(text.startswith("of ") for text in texts), texts
+
+
 def test_requirement_terms_are_disjoint_and_non_empty() -> None:
     query = "Which band was formed first, the band that recorded Hybrid Theory or Circus Diablo?"
     patterns = extract_requirements(query)
