@@ -20,8 +20,12 @@ test: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -q
 
+# After `make demo`, the UI's partitions start at the demo's first day (unless
+# SEER_START_DATE is set).
 dev: $(STAMP)
-	DAGSTER_HOME=$${DAGSTER_HOME:-$(CURDIR)/.dagster_home} $(BIN)/dagster dev -w workspace.yaml
+	home=$${DAGSTER_HOME:-$(CURDIR)/.dagster_home}; \
+	start=$${SEER_START_DATE:-$$(cat "$$home/seer_demo_start_date" 2>/dev/null)}; \
+	DAGSTER_HOME=$$home SEER_START_DATE=$$start $(BIN)/dagster dev -w workspace.yaml
 
 bench: $(STAMP)
 	for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

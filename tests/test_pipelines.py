@@ -413,7 +413,12 @@ def test_seer_demo_end_to_end(tmp_path) -> None:
     assert "dagster dev -w workspace.yaml" in output
     # The same instance and warehouse are left behind for `dagster dev`.
     with DagsterInstance.from_config(str(tmp_path / ".dagster_home")) as instance:
-        assert len(instance.get_materialized_partitions(AssetKey("slice_metrics"))) == 3
+        materialized = instance.get_materialized_partitions(AssetKey("slice_metrics"))
+    assert len(materialized) == 3
+    # `make dev` starts the UI's partitions at the demo's first day.
+    start_date = (tmp_path / ".dagster_home" / "seer_demo_start_date").read_text().strip()
+    assert start_date == min(materialized)
+    assert f"SEER_START_DATE={start_date}" in output
     warehouse = WarehouseResource(url=f"sqlite:///{tmp_path / '.seer' / 'warehouse.sqlite'}")
     assert (
         warehouse.read_table_range(SLICE_METRICS_TABLE, date(2000, 1, 1), date(2100, 1, 1))[

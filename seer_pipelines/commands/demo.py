@@ -21,6 +21,8 @@ import pandas as pd
 from seer_pipelines.resources import WarehouseConfigError, WarehouseResource, default_warehouse_url
 
 DEFAULT_DAGSTER_HOME = ".dagster_home"
+# `make dev` reads this file so the UI starts its partitions at the demo's first day.
+DEMO_START_DATE_FILE = "seer_demo_start_date"
 # Dagster's own step logs would drown the progress lines; failures still show.
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
@@ -205,7 +207,9 @@ def run(args: argparse.Namespace) -> int:
     warehouse.dispose()
     print()
     print(f"Done in {time.monotonic() - started:.0f} s. Open the same instance in the Dagster UI:")
-    hint = f"  DAGSTER_HOME={home}"
+    # The UI should show the demo's days, not every day since the default start date.
+    (home / DEMO_START_DATE_FILE).write_text(days[0].isoformat() + "\n")
+    hint = f"  DAGSTER_HOME={home} SEER_START_DATE={days[0]}"
     if args.url:
         hint += f" SEER_WAREHOUSE_URL='{args.url}'"
     print(f"{hint} dagster dev -w workspace.yaml")
