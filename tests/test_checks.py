@@ -12,48 +12,20 @@ import pytest
 from dagster import AssetCheckSeverity, AssetExecutionContext, DagsterInstance, asset, materialize
 
 from seer_metrics.rules import DEFAULT_RULES, parse_rules_config
-from seer_metrics.slices import SLICE_COLUMNS
 from seer_pipelines.alerts import SENT, AlertOutbox, SlackAlertResource
 from seer_pipelines.assets.tables import SLICE_METRICS_TABLE
 from seer_pipelines.checks import build_slice_checks
 from seer_pipelines.partitions import daily_partitions, partition_day
 from seer_pipelines.resources import WarehouseResource
 from seer_testing.fake_slack import FakeSlack
+from seer_testing.slice_rows import healthy_slice_row
 
 DAY = "2026-11-29"
 WEEK = [(date(2026, 11, 29) - timedelta(days=i)).isoformat() for i in range(7, 0, -1)]
 
 
 def slice_row(day: str, label: str, n: int = 100, **values: float) -> dict:
-    key, _, value = label.partition("=")
-    row: dict = {column: 0 for column in SLICE_COLUMNS}
-    row.update(
-        partition_date=date.fromisoformat(day),
-        slice=label,
-        slice_key=key if value else "all",
-        slice_value=value or "all",
-        events=n,
-        evaluated=n,
-        mean_recall=0.95,
-        mean_precision=0.7,
-        mean_f1=0.8,
-        mean_ndcg=0.9,
-        std_recall=0.1,
-        std_precision=0.15,
-        std_f1=0.1,
-        std_ndcg=0.1,
-        count_recall=n,
-        count_precision=n,
-        count_f1=n,
-        count_ndcg=n,
-        share_recall_below_1=0.0,
-        share_precision_below_bloat=0.05,
-        p10_recall=0.8,
-        p10_precision=0.5,
-        mean_k=2.0,
-    )
-    row.update(values)
-    return row
+    return healthy_slice_row(date.fromisoformat(day), label, n, **values)
 
 
 def healthy_day(day: str) -> list[dict]:

@@ -19,41 +19,14 @@ from seer_metrics.rules import (
     wilson_interval,
 )
 from seer_metrics.slices import SLICE_COLUMNS, slice_metrics
+from seer_testing.slice_rows import healthy_slice_row
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def slice_row(day: str, label: str, n: int = 100, **values: float) -> dict:
-    """A healthy slice row; keyword arguments override single columns."""
-    key, _, value = label.partition("=")
-    row: dict = {column: 0 for column in SLICE_COLUMNS}
-    row.update(
-        partition_date=day,
-        slice=label,
-        slice_key=key if value else "all",
-        slice_value=value or "all",
-        events=n,
-        evaluated=n,
-        mean_recall=0.95,
-        mean_precision=0.7,
-        mean_f1=0.8,
-        mean_ndcg=0.9,
-        std_recall=0.1,
-        std_precision=0.15,
-        std_f1=0.1,
-        std_ndcg=0.1,
-        count_recall=n,
-        count_precision=n,
-        count_f1=n,
-        count_ndcg=n,
-        share_recall_below_1=0.1,
-        share_precision_below_bloat=0.05,
-        p10_recall=0.8,
-        p10_precision=0.5,
-        mean_k=2.0,
-    )
-    row.update(values)
-    return row
+    """A healthy slice row where a tenth of events miss a requirement."""
+    return healthy_slice_row(day, label, n, **{"share_recall_below_1": 0.1, **values})
 
 
 def frame(*rows: dict) -> pd.DataFrame:
