@@ -7,7 +7,6 @@ judgments; nothing here calls a model, so these assets are cheap to re-run.
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
@@ -25,6 +24,7 @@ from pydantic import Field
 from seer_metrics.judgment import Judgment
 from seer_metrics.scoring import score_events
 from seer_metrics.slices import DEFAULT_BLOAT_LINE, DEFAULT_SLICE_KEYS, METRICS, slice_metrics
+from seer_metrics.totals import ScoreTotals
 from seer_pipelines.assets.events import GROUP_NAME
 from seer_pipelines.assets.judgments import event_judgments
 from seer_pipelines.assets.tables import (
@@ -46,70 +46,25 @@ def _none_if_nan(value: Any) -> Any:
     return value
 
 
-def _as_int(value: Any, default: int = 0) -> int:
-    value = _none_if_nan(value)
-    return default if value is None else int(value)
-
-
 # -- event metrics ---------------------------------------------------------------------
 
 
-@dataclass
-class MetricTotals:
-    """Running sums over chunks, so the means cover the whole day in bounded memory."""
-
-    events: int = 0
-    evaluated: int = 0
-    invalid: int = 0
-    errors: int = 0
-    cache_hits: int = 0
-    model_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(METRICS, 0.0))
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(METRICS, 0))
-
-    def add(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        for row in rows:
-            self.events += 1
-            status = row["status"]
-            self.evaluated += status == "ok"
-            self.invalid += status == "invalid"
-            self.errors += status == "error"
-            self.cache_hits += bool(row.get("cache_hit"))
-            self.model_calls += _as_int(row.get("model_calls"))
-            self.prompt_tokens += _as_int(row.get("prompt_tokens"))
-            self.completion_tokens += _as_int(row.get("completion_tokens"))
-            self.cost_usd += float(_none_if_nan(row.get("cost_usd")) or 0.0)
-            for metric in METRICS:
-                value = row.get(metric)
-                if value is not None:
-                    self.sums[metric] += float(value)
-                    self.counts[metric] += 1
-
-    def means(self) -> dict[str, float | None]:
-        return {
-            metric: (self.sums[metric] / self.counts[metric]) if self.counts[metric] else None
-            for metric in METRICS
-        }
-
-    def metadata(self) -> dict[str, Any]:
-        metadata: dict[str, Any] = {
-            "events": self.events,
-            "evaluated": self.evaluated,
-            "invalid": self.invalid,
-            "errors": self.errors,
-            "cache_hits": self.cache_hits,
-            "model_calls": self.model_calls,
-            "tokens": self.prompt_tokens + self.completion_tokens,
-            "estimated_cost_usd": float(self.cost_usd),
-        }
-        for metric, mean in self.means().items():
-            # Undefined means are left out rather than written as NaN.
-            if mean is not None:
-                metadata[f"mean_{metric}"] = float(mean)
-        return metadata
+def totals_metadata(totals: ScoreTotals) -> dict[str, Any]:
+    """Asset metadata of a day's totals; undefined means are left out rather than NaN."""
+    metadata: dict[str, Any] = {
+        "events": totals.events,
+        "evaluated": totals.evaluated,
+        "invalid": totals.invalid,
+        "errors": totals.errors,
+        "cache_hits": totals.cache_hits,
+        "model_calls": totals.model_calls,
+        "tokens": totals.tokens,
+        "estimated_cost_usd": float(totals.cost_usd),
+    }
+    for metric, mean in totals.means().items():
+        if mean is not None:
+            metadata[f"mean_{metric}"] = float(mean)
+    return metadata
 
 
 def _judgment_of(row: Mapping[str, Any]) -> Judgment:
@@ -181,13 +136,13 @@ _JUDGMENT_READ_COLUMNS = (
 )
 
 
-def build_event_metrics(warehouse: WarehouseResource, day: date) -> tuple[MetricTotals, int]:
+def build_event_metrics(warehouse: WarehouseResource, day: date) -> tuple[ScoreTotals, int]:
     """Replace `day` in `seer_event_metrics`; returns the totals and the rows written."""
-    totals = MetricTotals()
+    totals = ScoreTotals()
     with warehouse.partition_writer(EVENT_METRICS_TABLE, day) as writer:
         for chunk in warehouse.read_partition(JUDGMENTS_TABLE, day, _JUDGMENT_READ_COLUMNS):
             rows = event_metric_rows(chunk)
-            totals.add(rows)
+            totals.add_all(rows)
             writer.write(rows)
         written = writer.commit()
     return totals, written
@@ -216,7 +171,7 @@ def event_metrics(
     )
     return MaterializeResult(
         metadata={
-            **totals.metadata(),
+            **totals_metadata(totals),
             **table_metadata(EVENT_METRICS_TABLE, written),
         }
     )

@@ -28,11 +28,11 @@ from seer_metrics.evaluators import build_evaluator
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent, derive_event_id
 from seer_metrics.scoring import score_event
+from seer_metrics.totals import ScoreTotals
 
 DEFAULT_BATCH_SIZE = 256
 PROGRESS_MIN_LINES = 500  # shorter files finish before a bar would tell anything
 PROBLEMS_SHOWN = 20
-METRICS = ("recall", "precision", "f1", "ndcg")
 
 
 class UsageError(Exception):
@@ -96,59 +96,31 @@ def build_command_evaluator(args: argparse.Namespace) -> Evaluator:
 
 @dataclass
 class ScoreSummary:
-    rows: int = 0
-    ok: int = 0
-    invalid: int = 0
-    errors: int = 0
-    model_calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    metric_sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(METRICS, 0.0))
-    metric_counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(METRICS, 0))
+    totals: ScoreTotals = field(default_factory=ScoreTotals)
     problems: list[str] = field(default_factory=list)  # the first few, for the console
 
-    def mean(self, metric: str) -> float | None:
-        count = self.metric_counts[metric]
-        return self.metric_sums[metric] / count if count else None
-
     def add(self, row: dict[str, Any]) -> None:
-        self.rows += 1
+        self.totals.add(row)
         status = row["status"]
-        if status == "ok":
-            self.ok += 1
-            for metric in METRICS:
-                if row[metric] is not None:
-                    self.metric_sums[metric] += row[metric]
-                    self.metric_counts[metric] += 1
-        else:
-            if status == "invalid":
-                self.invalid += 1
-            else:
-                self.errors += 1
+        if status != "ok" and len(self.problems) < PROBLEMS_SHOWN:
             who = f" (event {row['event_id']})" if row["event_id"] is not None else ""
-            if len(self.problems) < PROBLEMS_SHOWN:
-                reason = str(row["reason"]).removeprefix(f"line {row['line']}: ")
-                self.problems.append(f"line {row['line']}{who}: {status}: {reason}")
-        self.model_calls += row.get("model_calls", 0)
-        self.cache_hits += 1 if row.get("cache_hit") else 0
-        self.prompt_tokens += row.get("prompt_tokens", 0)
-        self.completion_tokens += row.get("completion_tokens", 0)
-        self.cost_usd += row.get("cost_usd", 0.0)
+            reason = str(row["reason"]).removeprefix(f"line {row['line']}: ")
+            self.problems.append(f"line {row['line']}{who}: {status}: {reason}")
 
     def format(self) -> str:
         def show(value: float | None) -> str:
             return "n/a" if value is None else f"{value:.3f}"
 
-        means = "  ".join(f"{metric} {show(self.mean(metric))}" for metric in METRICS)
+        totals = self.totals
+        means = "  ".join(f"{metric} {show(mean)}" for metric, mean in totals.means().items())
         lines = [
-            f"events: {self.rows}  ok: {self.ok}  invalid: {self.invalid}  errors: {self.errors}",
+            f"events: {totals.events}  ok: {totals.evaluated}  invalid: {totals.invalid}  "
+            f"errors: {totals.errors}",
             f"mean {means}",
-            f"model calls: {self.model_calls}  cache hits: {self.cache_hits}  "
-            f"tokens: {self.prompt_tokens + self.completion_tokens} "
-            f"(prompt {self.prompt_tokens}, completion {self.completion_tokens})  "
-            f"estimated cost: ${self.cost_usd:.4f}",
+            f"model calls: {totals.model_calls}  cache hits: {totals.cache_hits}  "
+            f"tokens: {totals.tokens} "
+            f"(prompt {totals.prompt_tokens}, completion {totals.completion_tokens})  "
+            f"estimated cost: ${totals.cost_usd:.4f}",
         ]
         return "\n".join(lines)
 
@@ -356,7 +328,7 @@ def _run(args: argparse.Namespace) -> int:
             out.close()
     for problem in summary.problems:
         print(problem, file=sys.stderr)
-    hidden = summary.invalid + summary.errors - len(summary.problems)
+    hidden = summary.totals.invalid + summary.totals.errors - len(summary.problems)
     if hidden > 0:
         where = f" (all are in {args.out})" if args.out else " (use --out to see all)"
         print(f"... and {hidden} more invalid or failed lines{where}", file=sys.stderr)
