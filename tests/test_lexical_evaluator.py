@@ -197,10 +197,19 @@ def test_a_preposition_that_only_names_the_entity_stays_attached() -> None:
     for query in (
         "What is the API rate limit of Lumen Search?",
         "What is the session timeout of the Harbor Pay merchant portal?",
-        "When did the Consulate General of the United States open in Frankfurt?",
+        "What is the maximum upload size of the Harbor Pay merchant portal?",
     ):
         texts = [r.text for r in extract_requirements(query)]
         assert not any(text.startswith("of ") for text in texts), texts
+
+
+def test_a_preposition_still_cuts_when_both_sides_carry_a_fact() -> None:
+    """The receiver's position, and who received the Golden Shoe: two hops, two facts."""
+    query = "What position did the receiver of the 2007 FIFA U-20 Golden Shoe play?"
+    assert [r.text for r in extract_requirements(query)] == [
+        "what position did the receiver",
+        "of the 2007 fifa u-20 golden shoe play",
+    ]
 
 
 def test_requirement_terms_are_disjoint_and_non_empty() -> None:

@@ -1,18 +1,20 @@
 """The offline evaluator: a deterministic lexical heuristic, no network, no key.
 
 It is a heuristic, not a reader. It splits the query into requirements by its surface
-syntax (relative clauses, conjunctions, long clauses cut at prepositions; quoted titles
-are never cut) and measures how much of a requirement's stemmed content terms, weighted
-by how rare they are in that event's context (BM25-style IDF on top of a floor), occur in
-one sentence of a passage together with its title (a first line followed by a newline is
-taken as the title). When the query names a passage's title, only passages tied to the
-query's entities may support a requirement: those it names, and those reached from them
-through a bridge (the next passage's title, or a shared multi-word name, appears in the
-previous one), one bridge passage per hop. It cannot follow a bridge between passages that
-share no name, count the hops a question needs, read negation or paraphrase, and without
-a named title it falls back to word overlap, accepting a passage that repeats the query's
-words without answering it. Its measured agreement with gold labels is in
-docs/agreement.md; use the LLM evaluator where that matters.
+syntax (relative clauses, conjunctions, long clauses cut at prepositions when both sides
+carry a fact of their own, so "the API rate limit of Lumen Search" stays one requirement;
+quoted titles and hyphenated words such as "sign-on" are never cut) and measures how much
+of a requirement's stemmed content terms, weighted by how rare they are in that event's
+context (BM25-style IDF on top of a floor), occur in one sentence of a passage together
+with its title (a first line followed by a newline is taken as the title). When the query
+names a passage's title, only passages tied to the query's entities may support a
+requirement: those it names, and those reached from them through a bridge (the next
+passage's title, or a shared multi-word name, appears in the previous one), one bridge
+passage per hop. It cannot follow a bridge between passages that share no name, count the
+hops a question needs, read negation or paraphrase, and without a named title it falls
+back to word overlap, accepting a passage that repeats the query's words without answering
+it. Its measured agreement with gold labels is in docs/agreement.md; use the LLM evaluator
+where that matters.
 
 K depends on the query only: requirements are computed from the normalised query
 (`normalise_text`: NFKC, case-folded, whitespace collapsed), so the same query always
@@ -34,7 +36,7 @@ from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Judgment, Requirement
 
 LEXICAL_MODEL = "lexical-v1"
-LEXICAL_PROMPT_VERSION = "heuristic-2"
+LEXICAL_PROMPT_VERSION = "heuristic-3"
 
 _STOPWORD_TEXT = """
     a about above after again against all also am an and any are as at be because been
@@ -87,6 +89,9 @@ WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "where", "when", 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^a-z\s])|\n+")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+# In a query, a hyphenated word ("sign-on", "state-of-the-art") is one token: never a cut.
+_QUERY_WORD = re.compile(r"[^\W_]+(?:['’‐‑-][^\W_]+)*")
+_HYPHENS = re.compile(r"[‐‑-]")
 _QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|'[^']{2,}'(?!\w)")
 
 
@@ -186,9 +191,9 @@ class _Token:
 def _tokens(query: str) -> list[_Token]:
     quoted_spans = [(m.start(), m.end()) for m in _QUOTED.finditer(query)]
     tokens = []
-    for match in _WORD.finditer(query):
+    for match in _QUERY_WORD.finditer(query):
         quoted = any(start <= match.start() < end for start, end in quoted_spans)
-        word = fold_accents(match.group(0)).replace("’", "'")
+        word = _HYPHENS.sub("-", fold_accents(match.group(0)).replace("’", "'"))
         if word.endswith("'s"):
             word = word[:-2]
         tokens.append(_Token(word, match.start(), match.end(), quoted))
@@ -229,7 +234,57 @@ def _split_long(tokens: Sequence[_Token], segment: list[int], max_terms: int) ->
         if content[offset]:
             in_piece += 1
             remaining -= 1
-    return pieces
+    return _attach_names(tokens, pieces)
+
+
+# Verbs that, between two content words, make a phrase a fact of its own: "what position
+# did the receiver" (the receiver's position) against "what is the API rate limit".
+_AUXILIARY_TEXT = "did does do is was are were has have had can could will would"
+AUXILIARIES = frozenset(_AUXILIARY_TEXT.split())
+
+
+def _carries_own_fact(words_here: Sequence[str], *, relative_clause: bool) -> bool:
+    """A relation between two things: an auxiliary or an `of` between content words.
+
+    "what position did the receiver", "by the birthplace of the author" and a relative
+    clause ("who portrayed Corliss Archer") carry a fact;
+    "what is the api rate limit" only names the thing asked for.
+    """
+    content = [is_content_word(word) for word in words_here]
+    if relative_clause and sum(content) >= 2:
+        return True  # "who portrayed corliss archer": a relative clause states a fact
+    return any(
+        (word in AUXILIARIES or word == "of") and any(content[:at]) and any(content[at + 1 :])
+        for at, word in enumerate(words_here)
+    )
+
+
+def _only_names(words_here: Sequence[str]) -> bool:
+    """A prepositional phrase without a verb or a question word: "of lumen search"."""
+    return words_here[0] in PREPOSITIONS and not any(
+        word in PHRASE_MARKERS or word in WH_WORDS or word in RELATIVE_MARKERS
+        for word in words_here[1:]
+    )
+
+
+def _attach_names(tokens: Sequence[_Token], pieces: list[list[int]]) -> list[list[int]]:
+    """Cut at a preposition only when both sides carry their own facts.
+
+    A phrase that only names what the clause is about ("what is the API rate limit | of
+    Lumen Search") goes back to the piece before it, unless that piece is a fact of its
+    own ("what position did the receiver | of the 2007 FIFA U-20 Golden Shoe").
+    """
+    attached: list[list[int]] = [pieces[0]]
+    for piece in pieces[1:]:
+        before = [tokens[i].word for i in attached[-1]]
+        # a question's opening "which"/"who" asks; only a later one opens a relative clause
+        relative_clause = attached[-1][0] > 0 and before[0] in RELATIVE_MARKERS
+        own_fact = _carries_own_fact(before, relative_clause=relative_clause)
+        if _only_names([tokens[i].word for i in piece]) and not own_fact:
+            attached[-1] = attached[-1] + piece
+        else:
+            attached.append(piece)
+    return attached
 
 
 def _segments(tokens: Sequence[_Token], max_terms: int) -> list[list[int]]:
@@ -262,6 +317,11 @@ def _segments(tokens: Sequence[_Token], max_terms: int) -> list[list[int]]:
 
 
 MAX_CLAUSE_TERMS = 4
+
+
+def _segment_words(tokens: Sequence[_Token], segment: Sequence[int]) -> list[str]:
+    """The segment's words, a hyphenated token split into its parts as passages split it."""
+    return [part for index in segment for part in tokens[index].word.split("-") if part]
 
 
 def extract_requirements(
@@ -307,8 +367,7 @@ def _extract_requirements_cached(
             text = f"{previous_head} {text}"
         seen_here: list[str] = []
         weak: set[str] = set()
-        for index in segment:
-            word = tokens[index].word
+        for word in _segment_words(tokens, segment):
             if not is_content_word(word):
                 continue
             term = stem(word)
@@ -320,7 +379,7 @@ def _extract_requirements_cached(
         if not seen_here:
             # Every term is owned already; keep the clause, with its own words, so K stays
             # a function of the query and the clause can still be looked for.
-            seen_here = list(dict.fromkeys(stem(tokens[i].word) for i in segment))
+            seen_here = list(dict.fromkeys(stem(w) for w in _segment_words(tokens, segment)))
         owned.update(seen_here)
         content_words = [tokens[i].word for i in segment if is_content_word(tokens[i].word)]
         previous_head = content_words[-1] if content_words else previous_head
