@@ -217,3 +217,19 @@ def test_calibrate_prints_the_agreement_report(
     assert report["context_size"] == 3
     assert report["skipped_lines"] == 1
     assert 0.0 <= report["flag_agreement"] <= 1.0
+
+
+def test_calibrate_writes_events_that_seer_evaluate_scores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = tmp_path / "events.jsonl"
+    argv = ["calibrate", str(HOTPOT), "--limit", "5", "--events-out", str(events)]
+    assert main(argv) == 0
+    assert "wrote 5 events" in capsys.readouterr().err
+    records = [json.loads(line) for line in events.read_text().splitlines()]
+    assert len(records) == 5 and all(len(record["context"]) == 4 for record in records)
+    assert main(["evaluate", str(events)]) == 0
+    assert "events: 5  ok: 5" in capsys.readouterr().out
+    unwritable = tmp_path / "no-such-dir" / "events.jsonl"
+    assert main(["calibrate", str(HOTPOT), "--limit", "1", "--events-out", str(unwritable)]) == 2
+    assert "--events-out" in capsys.readouterr().err

@@ -20,6 +20,7 @@ from seer_metrics.agreement import (
     format_report,
     load_examples,
     measure_agreement,
+    write_events_jsonl,
 )
 from seer_pipelines.commands.evaluate import (
     UsageError,
@@ -44,6 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--limit", type=int, help="use only the first N examples")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--events-out",
+        metavar="EVENTS.jsonl",
+        help="also write the examples as retrieval events (the input of `seer evaluate`)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,6 +72,14 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{path}: {problem} (skipped)", file=sys.stderr)
     if not loaded.examples:
         raise UsageError(f"LABELED.jsonl {args.labeled!r}: no usable labeled example")
+    if args.events_out:
+        try:
+            written = write_events_jsonl(
+                loaded.examples, args.events_out, context_size=args.context_size
+            )
+        except OSError as error:
+            raise UsageError(f"--events-out {args.events_out!r}: {error.strerror}") from None
+        print(f"wrote {written} events to {args.events_out}", file=sys.stderr)
     progress = tqdm(
         total=len(loaded.examples),
         unit="example",
