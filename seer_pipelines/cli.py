@@ -19,21 +19,28 @@ COMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser, with only the chosen command's module imported.
+
+    `seer evaluate` should not pay for importing Dagster, which `seer demo` needs.
+    """
     parser = argparse.ArgumentParser(
         prog="seer", description="Label-free retrieval quality monitoring for RAG systems."
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
+    chosen = next((argument for argument in argv if not argument.startswith("-")), None)
     for name, (module_name, help_text) in COMMANDS.items():
-        module = importlib.import_module(module_name)
         command_parser = subparsers.add_parser(name, help=help_text, description=help_text)
-        module.add_arguments(command_parser)
-        command_parser.set_defaults(run=module.run)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(command_parser)
+            command_parser.set_defaults(run=module.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(arguments).parse_args(arguments)
     try:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:
