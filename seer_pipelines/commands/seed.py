@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from datetime import date
+from typing import Any
 
 from tqdm import tqdm
 
@@ -60,20 +62,29 @@ def seed_warehouse(
     records = generate_events(
         days, end_day=end_day, events_per_day=events_per_day, seed=seed, regression=regression
     )
-    progress = tqdm(
-        records,
+    # The daily volume varies around events_per_day, so the bar's total is an estimate,
+    # corrected once the last event is written.
+    with tqdm(
         total=days * events_per_day,
         desc="seeding events",
         unit="event",
         disable=not show_progress,
         file=sys.stderr,
-    )
-    return write_events(
-        warehouse.get_engine(),
-        progress,
-        table_name=warehouse.resolved_events_table(),
-        schema=warehouse.resolved_schema(),
-    )
+    ) as progress:
+
+        def counted() -> Iterator[dict[str, Any]]:
+            for record in records:
+                yield record
+                progress.update()
+
+        written = write_events(
+            warehouse.get_engine(),
+            counted(),
+            table_name=warehouse.resolved_events_table(),
+            schema=warehouse.resolved_schema(),
+        )
+        progress.total = progress.n
+    return written
 
 
 def run(args: argparse.Namespace) -> int:
