@@ -17,11 +17,10 @@ against what a constant answer would get.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
 from seer_metrics.evaluators.lexical import content_terms
 from seer_metrics.events import RetrievalEvent
+from seer_metrics.jsonl import numbered_json_lines
 from seer_metrics.scoring import score_event
 
 DEFAULT_CONTEXT_SIZE = 4
@@ -160,40 +160,20 @@ class LoadedExamples:
     problems: list[str]  # "line N: reason", one per skipped line
 
 
-def open_text(path: str | Path):
-    """Open a `.jsonl` or `.jsonl.gz` file for reading text."""
-    path = Path(path)
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open("r", encoding="utf-8")
-
-
-def iter_numbered_json_lines(lines: Iterable[str]) -> Iterator[tuple[int, Any, str | None]]:
-    """(line number, parsed object or None, error or None) for each non-blank line."""
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            yield number, json.loads(line), None
-        except json.JSONDecodeError as error:
-            yield number, None, f"not valid JSON ({error.msg} at column {error.colno})"
-
-
 def load_examples(path: str | Path, *, limit: int | None = None) -> LoadedExamples:
     """Read labeled examples; bad lines are reported with their number, never fatal."""
     examples: list[LabeledExample] = []
     problems: list[str] = []
-    with open_text(path) as handle:
-        for number, data, error in iter_numbered_json_lines(handle):
-            if limit is not None and len(examples) >= limit:
-                break
-            if error is not None:
-                problems.append(f"line {number}: {error}")
-                continue
-            try:
-                examples.append(LabeledExample.from_dict(data))
-            except InvalidExampleError as invalid:
-                problems.append(f"line {number}: {invalid}")
+    for number, data, error in numbered_json_lines(path):
+        if limit is not None and len(examples) >= limit:
+            break
+        if error is not None:
+            problems.append(f"line {number}: {error}")
+            continue
+        try:
+            examples.append(LabeledExample.from_dict(data))
+        except InvalidExampleError as invalid:
+            problems.append(f"line {number}: {invalid}")
     return LoadedExamples(examples, problems)
 
 

@@ -218,7 +218,10 @@ def _parse_number(value: Any, name: str, where: str) -> float | None:
         raise InvalidEventError(
             f"{name}_not_number", f"{where}: '{name}' must be a number, got {_type_name(value)}"
         )
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
     if not math.isfinite(number):
         raise InvalidEventError(f"{name}_not_finite", f"{where}: '{name}' is {value!r}")
     return number
@@ -256,7 +259,13 @@ def parse_timestamp(raw: Any) -> datetime | None:
     elif isinstance(raw, int | float):
         if not math.isfinite(raw):
             raise InvalidEventError("event_ts_invalid", f"'event_ts' is {raw!r}")
-        value = datetime.fromtimestamp(raw, tz=UTC)
+        try:
+            value = datetime.fromtimestamp(raw, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            raise InvalidEventError(
+                "event_ts_invalid",
+                f"'event_ts' {raw!r} is out of range for epoch seconds (milliseconds?)",
+            ) from None
     elif isinstance(raw, str):
         text = raw.strip().replace("Z", "+00:00") if raw.strip().endswith("Z") else raw.strip()
         try:
@@ -271,7 +280,12 @@ def parse_timestamp(raw: Any) -> datetime | None:
         )
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidEventError(
+            "event_ts_invalid", f"'event_ts' {raw!s:.40} is out of range in UTC"
+        ) from None
 
 
 def _type_name(value: Any) -> str:

@@ -233,3 +233,21 @@ def test_calibrate_writes_events_that_seer_evaluate_scores(
     unwritable = tmp_path / "no-such-dir" / "events.jsonl"
     assert main(["calibrate", str(HOTPOT), "--limit", "1", "--events-out", str(unwritable)]) == 2
     assert "--events-out" in capsys.readouterr().err
+
+
+def test_undecodable_and_out_of_range_lines_are_reported_not_fatal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = json.dumps({"event_id": "g", "task": "Who directed Inception?", "context": ["Nolan"]})
+    millis = json.dumps({"event_id": "m", "task": "q?", "context": [], "event_ts": 1764460800000})
+    lines = [good.encode()] * 300 + [b'{"task": "caf\xe9", "context": []}', millis.encode()]
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "scores.jsonl"
+    assert main(["evaluate", str(events), "--out", str(out)]) == 0
+    rows = read_out(out)
+    assert len(rows) == 302
+    assert rows[300]["status"] == "invalid"
+    assert rows[300]["reason"].startswith("line 301: not valid UTF-8")
+    assert rows[301]["status"] == "invalid" and "event_ts_invalid" in rows[301]["reason"]
+    assert "events: 302  ok: 300  invalid: 2" in capsys.readouterr().out

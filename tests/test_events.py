@@ -7,6 +7,8 @@ import math
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from seer_metrics import InvalidEventError, RetrievalEvent
 from seer_metrics.events import derive_event_id
@@ -146,6 +148,10 @@ BAD_INPUTS = [
     ("metadata_not_json", _record(metadata="{env: prod}")),
     ("event_ts_invalid", _record(event_ts="yesterday")),
     ("event_ts_invalid", _record(event_ts=[2026])),
+    ("event_ts_invalid", _record(event_ts=1764460800000)),  # milliseconds
+    ("event_ts_invalid", _record(event_ts="0001-01-01T00:00:00+05:00")),
+    ("rank_not_finite", _record(context=[{"text": "x", "rank": 10**400}])),
+    ("score_not_finite", _record(context=[{"text": "x", "score": -(10**400)}])),
     ("event_id_invalid", _record(event_id={"id": 1})),
 ]
 
@@ -163,3 +169,42 @@ def test_bad_inputs_raise_a_reason_code_and_a_message(code, record):
 def test_bad_item_message_names_its_position():
     with pytest.raises(InvalidEventError, match="context item 2"):
         RetrievalEvent.from_record(_record(context=["fine", {"id": "p2"}]))
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["id", "text", "rank", "score", "x"]), children, max_size=4
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "event_id": json_values,
+            "event_ts": json_values,
+            "task": json_values,
+            "context": json_values | st.lists(st.text(max_size=10) | json_values, max_size=4),
+            "metadata": json_values,
+        },
+    )
+)
+def test_any_json_record_either_parses_or_raises_invalid_event_error(record):
+    try:
+        event = RetrievalEvent.from_record(record)
+    except InvalidEventError as error:
+        assert error.code and "\n" not in error.reason
+    else:
+        assert event.task.strip()
+        assert len(set(event.context_ids)) == event.n

@@ -16,17 +16,16 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from seer_metrics.agreement import open_text
 from seer_metrics.evaluators import build_evaluator
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent, derive_event_id
+from seer_metrics.jsonl import numbered_lines, open_binary
 from seer_metrics.scoring import score_event
 from seer_metrics.totals import ScoreTotals
 
@@ -209,12 +208,6 @@ def _raw_event_id(record: Any) -> str | None:
     return None
 
 
-def _numbered_lines(handle: TextIO) -> Iterator[tuple[int, str]]:
-    for number, text in enumerate(handle, start=1):
-        if text.strip():
-            yield number, text
-
-
 async def _judge(
     evaluator: Evaluator, events: list[tuple[int, RetrievalEvent]]
 ) -> list[dict[str, Any]]:
@@ -263,20 +256,22 @@ async def score_file(
         pending.clear()
         pending_lines.clear()
 
-    with open_text(path) as handle:
-        for line_number, text in _numbered_lines(handle):
-            pending.append(parse_line(line_number, text))
-            pending_lines.append(line_number)
-            if len(pending) >= batch_size:
-                await flush()
-        if pending:
+    for line_number, text, error in numbered_lines(path):
+        if error is not None:
+            item = _empty_row(line_number, None, "invalid", f"line {line_number}: {error}")
+        else:
+            item = parse_line(line_number, text)
+        pending.append(item)
+        pending_lines.append(line_number)
+        if len(pending) >= batch_size:
             await flush()
+    if pending:
+        await flush()
     return summary
 
 
 def _count_lines(path: Path) -> int:
-    with open_text(path) as handle:
-        return sum(1 for text in handle if text.strip())
+    return sum(1 for _ in numbered_lines(path))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -292,9 +287,9 @@ def check_input_file(path_text: str, what: str) -> Path:
     if not path.is_file():
         raise UsageError(f"{what} {path_text!r}: no such file")
     try:
-        with open_text(path) as handle:
+        with open_binary(path) as handle:
             handle.read(1)
-    except (OSError, UnicodeDecodeError) as error:
+    except OSError as error:
         raise UsageError(f"{what} {path_text!r}: cannot be read ({error})") from None
     return path
 
