@@ -116,15 +116,17 @@ def score_events(frame: pd.DataFrame) -> pd.DataFrame:
         f1 = np.where(total > 0, 2 * precision * recall / total, 0.0)
     f1 = np.where(np.isnan(precision) | np.isnan(recall), np.nan, f1)
 
-    positions = frame["cited_positions"].explode().dropna()
-    dcg = pd.Series(0.0, index=frame.index)
+    # Group by row position, not by index label: labels need not be unique.
+    positions = frame["cited_positions"].reset_index(drop=True).explode().dropna()
+    dcg = np.zeros(len(frame))
     if len(positions):
         gains = 1.0 / np.log2(positions.astype(float) + 1.0)
-        dcg = dcg.add(gains.groupby(level=0).sum(), fill_value=0.0)
+        per_row = gains.groupby(level=0).sum()
+        dcg[per_row.index.to_numpy()] = per_row.to_numpy()
     ideal_table = _ideal_dcg_table(int(cited_count.max()) if len(cited_count) else 0)
     ideal = ideal_table[cited_count.astype(int)]
     with np.errstate(divide="ignore", invalid="ignore"):
-        ndcg = np.where(ideal > 0, dcg.to_numpy() / ideal, np.nan)
+        ndcg = np.where(ideal > 0, dcg / ideal, np.nan)
     ndcg = np.where(frame["has_ranking"].to_numpy(dtype=bool), ndcg, np.nan)
     return pd.DataFrame(
         {

@@ -214,3 +214,35 @@ def test_property_ndcg_is_one_when_cited_items_lead(n, data):
     context = [{"id": f"p{i}", "text": "t", "rank": i} for i in range(1, n + 1)]
     support = {"r1": [f"p{i}" for i in range(1, cited + 1)]}
     assert score_event(_event(context), _judgment(support)).ndcg == pytest.approx(1.0)
+
+
+def test_score_events_does_not_need_a_unique_index():
+    event = _event([{"id": f"p{i}", "text": "t", "rank": i} for i in range(1, 4)])
+    first = score_inputs(event, _judgment({"r1": ["p1"]}))
+    second = score_inputs(event, _judgment({"r1": ["p3"], "r2": []}))
+    scores = score_events(pd.DataFrame([first, second], index=[0, 0]))
+    assert list(scores.index) == [0, 0]
+    assert scores["ndcg"].tolist() == pytest.approx([1.0, 0.5])
+    assert scores["recall"].tolist() == [1.0, 0.5]
+
+
+@pytest.mark.parametrize("ordering", ["score", "rank"])
+def test_score_event_ndcg_matches_sklearn_on_unordered_contexts(ordering):
+    """The event's own ordering (by score or rank, items logged in any order) is used."""
+    rng = np.random.default_rng(3)
+    for _ in range(500):
+        n = int(rng.integers(2, 15))
+        keys = rng.permutation(n) + 1  # distinct ranks, or distinct scores below
+        relevance = (rng.random(n) < 0.4).astype(int)
+        if relevance.sum() == 0:
+            relevance[rng.integers(0, n)] = 1
+        context = []
+        for i in range(n):
+            item = {"id": f"p{i}", "text": "t"}
+            item[ordering] = int(keys[i]) if ordering == "rank" else float(keys[i]) / n
+            context.append(item)
+        cited = [f"p{i}" for i in range(n) if relevance[i]]
+        score = score_event(_event(context), _judgment({"r1": cited}))
+        sklearn_scores = -keys if ordering == "rank" else keys
+        expected = ndcg_score([relevance], [sklearn_scores.astype(float)], ignore_ties=True)
+        assert score.ndcg == pytest.approx(expected)
