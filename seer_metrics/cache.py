@@ -36,7 +36,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
+from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator, TokenUsage
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Judgment, Requirement
 
@@ -297,7 +297,12 @@ class CachingEvaluator:
                 if repeated.status == "ok" and repeated.judgment is not None:
                     outcomes.append(_cache_hit(event, repeated.judgment))
                 else:
-                    outcomes.append(replace(repeated, event_id=event.event_id, model_calls=0))
+                    # Its usage was spent (and is counted) on the first occurrence.
+                    outcomes.append(
+                        replace(
+                            repeated, event_id=event.event_id, model_calls=0, usage=TokenUsage()
+                        )
+                    )
         return outcomes
 
 

@@ -152,3 +152,21 @@ def test_caching_evaluator_stores_per_call_so_a_new_process_resumes(tmp_path) ->
     outcomes = asyncio.run(CachingEvaluator(inner, JudgmentStore(path)).evaluate(events))
     assert inner.seen == ["e4", "e5"]
     assert [o.cache_hit for o in outcomes] == [True] * 4 + [False] * 2
+
+
+def test_a_repeated_event_that_errored_does_not_count_the_usage_twice(tmp_path) -> None:
+    class _FailingWithUsage(_CountingEvaluator):
+        async def evaluate(self, events: Sequence[RetrievalEvent]) -> list[EvaluationOutcome]:
+            return [
+                EvaluationOutcome(
+                    e.event_id, "error", reason="truncated", usage=TokenUsage(50, 7, 0.2)
+                )
+                for e in events
+            ]
+
+    caching = CachingEvaluator(_FailingWithUsage(), JudgmentStore(tmp_path / "cache.sqlite"))
+    first, repeat = asyncio.run(caching.evaluate([_event("a"), _event("a-again")]))
+    assert (first.status, repeat.status) == ("error", "error")
+    assert repeat.event_id == "a-again" and repeat.reason == "truncated"
+    assert first.usage == TokenUsage(50, 7, 0.2)
+    assert repeat.usage == TokenUsage() and repeat.model_calls == 0

@@ -346,3 +346,12 @@ def test_untitled_context_falls_back_to_plain_overlap() -> None:
         assert all(r.supported for r in judgment.requirements)
     with pytest.raises(ValueError, match="grounded_support_threshold"):
         LexicalEvaluator(grounded_support_threshold=1.5)
+
+
+def test_non_default_settings_change_the_prompt_version_so_cached_judgments_split():
+    default = LexicalEvaluator()
+    assert default.prompt_version == LexicalEvaluator(grounding=True).prompt_version
+    tuned = LexicalEvaluator(grounded_support_threshold=0.6)
+    assert tuned.prompt_version.startswith(default.prompt_version + "+")
+    assert tuned.prompt_version != LexicalEvaluator(grounding=False).prompt_version
+    assert tuned.prompt_version == LexicalEvaluator(grounded_support_threshold=0.6).prompt_version

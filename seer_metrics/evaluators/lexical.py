@@ -23,6 +23,9 @@ gets the same requirement list, whatever the context.
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import json
 import math
 import re
 import unicodedata
@@ -493,6 +496,17 @@ def context_idf(term: str, document_frequency: int, documents: int) -> float:
     return math.log(1.0 + (documents - document_frequency + 0.5) / (document_frequency + 0.5))
 
 
+def _tuning_suffix(tuning: dict[str, object]) -> str:
+    """A fingerprint of non-default settings, so cached judgments made with other settings
+    are never re-used (the cache keys on model and prompt version)."""
+    defaults = inspect.signature(LexicalEvaluator.__init__).parameters
+    changed = {name: value for name, value in tuning.items() if value != defaults[name].default}
+    if not changed:
+        return ""
+    canonical = json.dumps(changed, sort_keys=True)
+    return "+" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:10]
+
+
 class LexicalEvaluator:
     """Deterministic term-overlap judge: the offline default for demos and tests.
 
@@ -541,7 +555,17 @@ class LexicalEvaluator:
         if not 0.0 <= citation_margin <= 1.0:
             raise ValueError(f"citation_margin must be in [0, 1], got {citation_margin}")
         self.model = model
-        self.prompt_version = prompt_version
+        tuning = {
+            "support_threshold": support_threshold,
+            "grounded_support_threshold": grounded_support_threshold,
+            "citation_margin": citation_margin,
+            "weak_term_weight": weak_term_weight,
+            "sentence_level": sentence_level,
+            "max_clause_terms": max_clause_terms,
+            "idf_floor": idf_floor,
+            "grounding": grounding,
+        }
+        self.prompt_version = prompt_version + _tuning_suffix(tuning)
         self.support_threshold = support_threshold
         self.grounded_support_threshold = grounded_support_threshold
         self.citation_margin = citation_margin
