@@ -251,3 +251,13 @@ def test_undecodable_and_out_of_range_lines_are_reported_not_fatal(
     assert rows[300]["reason"].startswith("line 301: not valid UTF-8")
     assert rows[301]["status"] == "invalid" and "event_ts_invalid" in rows[301]["reason"]
     assert "events: 302  ok: 300  invalid: 2" in capsys.readouterr().out
+
+
+def test_a_cache_url_password_never_reaches_the_console(
+    mixed_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = "postgresql+psycopg2://seer:hunter2-secret@127.0.0.1:1/nowhere"
+    assert main(["evaluate", str(mixed_file), "--cache", url]) == 2
+    captured = capsys.readouterr()
+    assert "hunter2-secret" not in captured.out + captured.err
+    assert "--cache postgresql+psycopg2://seer:***@127.0.0.1:1/nowhere" in captured.err

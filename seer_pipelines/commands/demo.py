@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from seer_metrics.redaction import redact_url
 from seer_pipelines.resources import WarehouseConfigError, WarehouseResource, default_warehouse_url
 
 DEFAULT_DAGSTER_HOME = ".dagster_home"
@@ -218,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     (home / DEMO_START_DATE_FILE).write_text(days[0].isoformat() + "\n")
     hint = f"  DAGSTER_HOME={home} SEER_START_DATE={days[0]}"
     if args.url:
-        hint += f" SEER_WAREHOUSE_URL='{args.url}'"
+        hint += f" SEER_WAREHOUSE_URL='{redact_url(args.url)}'"
     print(f"{hint} dagster dev -w workspace.yaml")
     if home == (Path.cwd() / DEFAULT_DAGSTER_HOME).resolve() and not args.url:
         print("  or simply: make dev")

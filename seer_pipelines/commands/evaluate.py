@@ -26,6 +26,7 @@ from seer_metrics.evaluators import build_evaluator
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent, derive_event_id
 from seer_metrics.jsonl import numbered_lines, open_binary
+from seer_metrics.redaction import redact_url
 from seer_metrics.scoring import score_event
 from seer_metrics.totals import ScoreTotals
 
@@ -80,8 +81,10 @@ def build_command_evaluator(args: argparse.Namespace) -> Evaluator:
         try:
             store = JudgmentStore(args.cache)
         except Exception as error:
+            where = redact_url(args.cache) if "://" in args.cache else args.cache
+            detail = str(error).replace(args.cache, where)
             raise UsageError(
-                f"--cache {args.cache}: cannot open the judgment store ({error})"
+                f"--cache {where}: cannot open the judgment store ({detail})"
             ) from None
     try:
         # The store also keeps the LLM judge's requirement lists, so K is stable across runs.
