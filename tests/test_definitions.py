@@ -90,7 +90,9 @@ def test_production_dagster_yaml_is_a_valid_postgres_instance(tmp_path, monkeypa
     assert postgres["password"] == {"env": "DAGSTER_PG_PASSWORD"}
     assert config["run_coordinator"]["class"] == "QueuedRunCoordinator"
     limits = config["concurrency"]["runs"]["tag_concurrency_limits"]
-    assert {"key": "seer/evaluator", "value": "openai", "limit": 2} in limits
+    # Each run paces itself to the whole LLM budget: one paid run at a time.
+    assert {"key": "seer/evaluator", "value": "openai", "limit": 1} in limits
+    assert config["concurrency"]["pools"]["default_limit"] == 1
 
 
 @pytest.mark.parametrize("kind", ["lexical", "openai"])
