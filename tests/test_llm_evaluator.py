@@ -473,3 +473,21 @@ def test_seer_evaluate_with_cache_makes_no_model_call_on_a_rerun(
     assert seer_evaluate(command) == 0
     assert server.count() == first_calls
     assert "model calls: 0" in capsys.readouterr().out
+
+
+def test_price_table_extends_from_seer_llm_prices() -> None:
+    settings = LLMSettings.from_env(
+        {"SEER_LLM_PRICES": '{"my-azure-deployment": [0.2, 0.8], "gpt-4o": [3, 12]}'}
+    )
+    assert settings.price_for("my-azure-deployment") == (0.2, 0.8)
+    assert settings.price_for("gpt-4o") == (3.0, 12.0)
+    assert settings.price_for("gpt-4o-mini") == (0.15, 0.60)  # defaults are kept
+    for bad, message in [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "JSON object"),
+        ('{"m": [1]}', "price of 'm'"),
+        ('{"m": ["1", 2]}', "price of 'm'"),
+    ]:
+        with pytest.raises(ValueError, match="SEER_LLM_PRICES") as caught:
+            LLMSettings.from_env({"SEER_LLM_PRICES": bad})
+        assert message in str(caught.value)

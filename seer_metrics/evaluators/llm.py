@@ -46,7 +46,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_MODEL = "gpt-4o-mini"
 
 # USD per one million (input, output) tokens, from the providers' public price lists.
-# Override or extend through `LLMSettings(prices=...)`; a model missing here costs 0.0
+# Override or extend through `LLMSettings(prices=...)` or SEER_LLM_PRICES (JSON, e.g.
+# '{"my-deployment": [0.15, 0.6]}'); a model missing here costs 0.0
 # (with a warning), e.g. a local vLLM or Ollama model.
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4o-mini": (0.15, 0.60),
@@ -70,6 +71,29 @@ INTERNAL_ERROR = "internal_error"
 # corrects the limiter afterwards.
 _EXPECTED_COMPLETION_TOKENS = 256
 _CHARACTERS_PER_TOKEN = 4
+
+
+def parse_prices(text: str, where: str) -> dict[str, tuple[float, float]]:
+    """`{"model": [input_per_1M, output_per_1M], ...}` as JSON, e.g. from SEER_LLM_PRICES."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{where} is not valid JSON ({error.msg})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where} must be a JSON object of model -> [input, output] prices")
+    prices: dict[str, tuple[float, float]] = {}
+    for model, price in raw.items():
+        if (
+            not isinstance(price, list)
+            or len(price) != 2
+            or not all(isinstance(p, int | float) and not isinstance(p, bool) for p in price)
+        ):
+            raise ValueError(
+                f"{where}: price of {model!r} must be [input_per_1M, output_per_1M] in USD, "
+                f"got {price!r}"
+            )
+        prices[model] = (float(price[0]), float(price[1]))
+    return prices
 
 
 @dataclass(frozen=True)
@@ -158,6 +182,11 @@ class LLMSettings:
                 raise ValueError(
                     f"environment variable {variable} must be a {kind.__name__}, got {raw!r}"
                 ) from None
+        if environ.get("SEER_LLM_PRICES", "").strip():
+            values["prices"] = {
+                **DEFAULT_PRICES,
+                **parse_prices(environ["SEER_LLM_PRICES"], "SEER_LLM_PRICES"),
+            }
         known = {f.name for f in fields(cls)}
         unknown = set(overrides) - known
         if unknown:
