@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import math
+import random
+from datetime import date
 
 import pandas as pd
 import pytest
 
-from seer_metrics.slices import SLICE_COLUMNS, slice_metrics
+from seer_metrics.slices import SLICE_COLUMNS, SliceAccumulator, slice_metrics
 
 
 def _scores() -> pd.DataFrame:
@@ -85,3 +88,54 @@ def test_any_metadata_key_can_slice():
 def test_missing_columns_are_named():
     with pytest.raises(KeyError, match="metadata"):
         slice_metrics(_scores().drop(columns=["metadata"]))
+
+
+def _random_day(seed: int, events: int) -> pd.DataFrame:
+    """A day of scores as `seer_event_metrics` chunks hold them: NULLs, odd metadata."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(events):
+        status = rng.choices(["ok", "invalid", "error"], weights=[0.9, 0.05, 0.05])[0]
+        ok = status == "ok"
+        metadata: object = {
+            "env": rng.choice(["prod", "staging", "dev", None]),
+            "feature_flag": rng.choice(["v1", "v2", True, 3]),
+        }
+        if rng.random() < 0.05:
+            metadata = json.dumps(metadata)
+        elif rng.random() < 0.03:
+            metadata = {}
+        rows.append(
+            {
+                "status": status,
+                "recall": rng.choice([0.0, 0.5, 1.0, 2 / 3, None]) if ok else None,
+                "precision": rng.random() if ok and rng.random() < 0.95 else None,
+                "f1": rng.random() if ok else None,
+                "ndcg": rng.random() if ok and rng.random() < 0.8 else None,
+                "k": rng.randint(0, 3) if ok else None,
+                "metadata": metadata,
+                "prompt_tokens": rng.randint(0, 500),
+                "completion_tokens": rng.randint(0, 50),
+                "cost_usd": rng.random() / 1000,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 500])
+def test_accumulated_chunks_give_exactly_the_slice_metrics_of_the_whole_day(chunk_size) -> None:
+    day = date(2026, 11, 1)
+    scores = _random_day(seed=chunk_size, events=400)
+    # An all-NULL chunk (object columns) must not change anything either.
+    scores.loc[:9, ["recall", "precision", "f1", "ndcg", "k"]] = None
+    keys = ["env", "feature_flag", "tenant"]
+    expected = slice_metrics(scores.assign(partition_date=day), keys, bloat_line=0.4)
+    accumulator = SliceAccumulator(keys, bloat_line=0.4)
+    for start in range(0, len(scores), chunk_size):
+        accumulator.add(scores.iloc[start : start + chunk_size].astype(object))
+    pd.testing.assert_frame_equal(accumulator.result(day), expected, check_exact=True)
+
+
+def test_accumulator_without_events_has_no_rows() -> None:
+    table = SliceAccumulator().result(date(2026, 11, 1))
+    assert table.empty and list(table.columns) == list(SLICE_COLUMNS)

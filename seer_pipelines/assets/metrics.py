@@ -23,7 +23,12 @@ from pydantic import Field
 
 from seer_metrics.judgment import Judgment
 from seer_metrics.scoring import score_events
-from seer_metrics.slices import DEFAULT_BLOAT_LINE, DEFAULT_SLICE_KEYS, METRICS, slice_metrics
+from seer_metrics.slices import (
+    DEFAULT_BLOAT_LINE,
+    DEFAULT_SLICE_KEYS,
+    METRICS,
+    SliceAccumulator,
+)
 from seer_metrics.totals import ScoreTotals
 from seer_pipelines.assets.events import GROUP_NAME
 from seer_pipelines.assets.judgments import event_judgments
@@ -116,9 +121,11 @@ def event_metric_rows(judgments: pd.DataFrame) -> list[dict[str, Any]]:
         rows.append(row)
     if inputs:
         scores = score_events(pd.DataFrame(inputs))
+        # One array per metric, not a pandas look-up per (row, metric).
+        columns = {metric: scores[metric].to_numpy(dtype=float) for metric in METRICS}
         for position, index in enumerate(ok_index):
-            for metric in METRICS:
-                rows[index][metric] = _none_if_nan(float(scores[metric].iat[position]))
+            for metric, values in columns.items():
+                rows[index][metric] = _none_if_nan(float(values[position]))
     return rows
 
 
@@ -289,7 +296,6 @@ class SliceMetricsConfig(Config):
 
 
 _EVENT_METRIC_READ_COLUMNS = (
-    "event_id",
     "status",
     *METRICS,
     "k",
@@ -303,12 +309,15 @@ _EVENT_METRIC_READ_COLUMNS = (
 def compute_slice_frame(
     warehouse: WarehouseResource, day: date, slice_keys: Sequence[str], bloat_line: float
 ) -> pd.DataFrame:
-    """The day's per-slice aggregates, from `seer_event_metrics`."""
-    scores = warehouse.read_partition_frame(EVENT_METRICS_TABLE, day, _EVENT_METRIC_READ_COLUMNS)
-    scores["partition_date"] = day
-    for metric in METRICS:
-        scores[metric] = pd.to_numeric(scores[metric], errors="coerce")
-    return slice_metrics(scores, slice_keys, bloat_line)
+    """The day's per-slice aggregates, from `seer_event_metrics` read chunk by chunk.
+
+    Only a few numbers and codes per event are kept (`SliceAccumulator`), so a large day
+    costs about 80 bytes an event here instead of whole rows with their metadata.
+    """
+    accumulator = SliceAccumulator(slice_keys, bloat_line)
+    for chunk in warehouse.read_partition(EVENT_METRICS_TABLE, day, _EVENT_METRIC_READ_COLUMNS):
+        accumulator.add(chunk)
+    return accumulator.result(day)
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
