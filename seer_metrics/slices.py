@@ -8,7 +8,7 @@ deviations behind each mean are kept so that rules can judge drops against noise
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -67,33 +67,48 @@ _REQUIRED_COLUMNS = ("status", "k", "metadata", *METRICS)
 _NUMERIC_COLUMNS = (*METRICS, "k", "prompt_tokens", "completion_tokens", "cost_usd")
 
 
-def _aggregate(group: pd.DataFrame, bloat_line: float) -> dict[str, float | int]:
-    status = group["status"]
+def _aggregate(
+    frame: pd.DataFrame, bloat_line: float, rows: np.ndarray | None = None
+) -> dict[str, float | int]:
+    """The aggregates of `frame`, or of its `rows` (positions) only.
+
+    Columns are taken one at a time: a copy of the whole group, or of its ok rows, would
+    double the memory of a large day.
+    """
+
+    def column(name: str) -> pd.Series:
+        return frame[name] if rows is None else frame[name].take(rows)
+
+    status = column("status")
     row: dict[str, float | int] = {
-        "events": len(group),
+        "events": len(status),
         "evaluated": int((status == "ok").sum()),
         "invalid": int((status == "invalid").sum()),
         "errors": int((status == "error").sum()),
     }
-    ok = group[status == "ok"]
+    ok = (status == "ok").to_numpy()
+
+    def defined(name: str) -> pd.Series:
+        return column(name)[ok].dropna().astype(float)
+
     for metric in METRICS:
-        values = ok[metric].dropna().astype(float)
+        values = defined(metric)
         row[f"mean_{metric}"] = float(values.mean()) if len(values) else np.nan
         row[f"std_{metric}"] = float(values.std(ddof=1)) if len(values) > 1 else np.nan
         row[f"count_{metric}"] = len(values)
-    recall = ok["recall"].dropna().astype(float)
-    precision = ok["precision"].dropna().astype(float)
+    recall = defined("recall")
+    precision = defined("precision")
     row["share_recall_below_1"] = float((recall < 1.0).mean()) if len(recall) else np.nan
     row["share_precision_below_bloat"] = (
         float((precision < bloat_line).mean()) if len(precision) else np.nan
     )
     row["p10_recall"] = float(recall.quantile(0.1)) if len(recall) else np.nan
     row["p10_precision"] = float(precision.quantile(0.1)) if len(precision) else np.nan
-    k = ok["k"].dropna().astype(float)
+    k = defined("k")
     row["mean_k"] = float(k.mean()) if len(k) else np.nan
-    for column in ("prompt_tokens", "completion_tokens"):
-        row[column] = int(group[column].fillna(0).sum()) if column in group else 0
-    row["cost_usd"] = float(group["cost_usd"].fillna(0).sum()) if "cost_usd" in group else 0.0
+    for name in ("prompt_tokens", "completion_tokens"):
+        row[name] = int(column(name).fillna(0).sum()) if name in frame else 0
+    row["cost_usd"] = float(column("cost_usd").fillna(0).sum()) if "cost_usd" in frame else 0.0
     return row
 
 
@@ -114,17 +129,27 @@ def _day_rows(
         }
     ]
     for key, values in values_by_key:
-        for value, group in frame.groupby(values, sort=True):
+        for value, positions in _groups(values):
             rows.append(
                 {
                     "partition_date": day,
                     "slice": slice_label(key, value),
                     "slice_key": key,
                     "slice_value": value,
-                    **_aggregate(group, bloat_line),
+                    **_aggregate(frame, bloat_line, positions),
                 }
             )
     return rows
+
+
+def _groups(values: pd.Series) -> Iterator[tuple[Any, np.ndarray]]:
+    """(value, row positions) per distinct value, missing values left out: the groups of
+    `groupby(values, sort=True)` in the same order, without copying the frame."""
+    codes, uniques = pd.factorize(values, sort=True)
+    order = np.argsort(codes, kind="stable")  # positions stay ascending within a value
+    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+    for index, value in enumerate(uniques):
+        yield value, order[bounds[index] : bounds[index + 1]]
 
 
 def _slice_values(metadata: pd.Series, key: str) -> pd.Series:
@@ -178,12 +203,20 @@ class _Codes:
         )
 
     def values(self, index: pd.Index) -> pd.Series:
-        """The decoded column (object dtype, None where missing), aligned to `index`."""
-        lookup = np.empty(len(self._code_of) + 1, dtype=object)
-        lookup[: len(self._code_of)] = list(self._code_of)
-        lookup[-1] = None  # code -1
-        codes = np.concatenate(self._chunks) if self._chunks else np.empty(0, dtype=np.int32)
-        return pd.Series(lookup[codes], index=index, dtype=object)
+        """The column as a categorical (categories sorted, so `groupby(..., sort=True)`
+        yields the groups in the order it would for the text), aligned to `index`."""
+        if len(self._chunks) != 1:
+            joined = np.concatenate(self._chunks) if self._chunks else np.empty(0, np.int32)
+            self._chunks = [joined]
+        codes = self._chunks[0]
+        ordered = sorted(self._code_of)
+        renumber = np.empty(len(ordered) + 1, dtype=np.int32)
+        renumber[[self._code_of[value] for value in ordered]] = np.arange(len(ordered))
+        renumber[-1] = -1  # code -1 (missing) stays missing
+        categories = pd.Index(ordered, dtype=object)
+        return pd.Series(
+            pd.Categorical.from_codes(renumber[codes], categories=categories), index=index
+        )
 
 
 class SliceAccumulator:
@@ -231,8 +264,9 @@ class SliceAccumulator:
         """One row per slice of `day` (no row at all for a day without events)."""
         if not self._numbers:
             return pd.DataFrame([], columns=list(SLICE_COLUMNS))
-        frame = pd.concat(self._numbers, ignore_index=True)
-        frame["status"] = self._status.values(frame.index)
+        numbers = pd.concat(self._numbers, ignore_index=True)
+        self._numbers = [numbers]  # the chunks are freed before aggregating
+        frame = numbers.assign(status=self._status.values(numbers.index))
         values = [(key, codes.values(frame.index)) for key, codes in self._values.items()]
         return pd.DataFrame(
             _day_rows(day, frame, values, self.bloat_line), columns=list(SLICE_COLUMNS)
