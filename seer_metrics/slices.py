@@ -203,8 +203,8 @@ class _Codes:
         )
 
     def values(self, index: pd.Index) -> pd.Series:
-        """The column as a categorical (categories sorted, so `groupby(..., sort=True)`
-        yields the groups in the order it would for the text), aligned to `index`."""
+        """The column as a categorical aligned to `index`; its categories are sorted, so
+        the slices come out in the order of their text, as `slice_metrics` gives them."""
         if len(self._chunks) != 1:
             joined = np.concatenate(self._chunks) if self._chunks else np.empty(0, np.int32)
             self._chunks = [joined]
