@@ -17,6 +17,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 from dagster import ConfigurableResource, InitResourceContext
@@ -119,6 +120,35 @@ def day_bounds(day: date) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
+_PLAIN_TYPES = (str, int, bool, dict, list, date, datetime)
+
+
+def plain_value(value: Any) -> Any:
+    """`value` as the database should get it: pandas' missing-value markers (NaN, NaT,
+    pd.NA) become None (NULL), pandas and numpy scalars become plain Python values.
+
+    Pandas turns None into NaN in text columns and into NaT in timestamp columns; written
+    as is, NaN becomes the text 'NaN' (PostgreSQL) and NaT breaks the insert.
+    """
+    if value is None:
+        return None
+    kind = type(value)
+    if kind is float:
+        return None if value != value else value
+    if value is pd.NaT:
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    if kind in _PLAIN_TYPES:
+        return value
+    if isinstance(value, np.generic):
+        item = value.item()  # numpy's NaT gives None
+        return None if isinstance(item, float) and item != item else item
+    if value is pd.NA:
+        return None
+    return value
+
+
 class PartitionWriter:
     """Stages one partition's rows chunk by chunk, then swaps them in with one transaction.
 
@@ -141,13 +171,16 @@ class PartitionWriter:
             connection.execute(self._staging.delete().where(self._staging.c.partition_date == day))
 
     def write(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Stage rows (dicts keyed by column name; partition_date is set here)."""
+        """Stage rows (dicts keyed by column name; partition_date is set here).
+
+        Every value goes through `plain_value`, so no pandas NaN or NaT reaches a table.
+        """
         if not rows:
             return
         columns = [c.name for c in self._table.columns]
         staged = []
         for row in rows:
-            record = {column: row.get(column) for column in columns}
+            record = {column: plain_value(row.get(column)) for column in columns}
             record["partition_date"] = self._day
             record[STAGING_RUN_COLUMN] = self._run
             record[STAGING_SEQUENCE_COLUMN] = self._sequence
@@ -295,22 +328,40 @@ class WarehouseResource(ConfigurableResource):
             writer.abort()
             raise
 
-    def read_partition(
-        self, table: str, day: date, columns: Sequence[str] | None = None
-    ) -> Iterator[pd.DataFrame]:
-        """One day's rows of an output table, `chunk_size` rows at a time, in key order."""
+    def _partition_query(
+        self, table: str, day: date, columns: Sequence[str] | None
+    ) -> sa.Select[Any]:
         sql_table = self.output_tables()[table]
         selected = [sql_table.c[c] for c in columns] if columns else list(sql_table.columns)
-        query = (
+        return (
             sa.select(*selected)
             .where(sql_table.c.partition_date == day)
             .order_by(*(sql_table.c[k] for k in TABLE_KEYS[table]))
         )
+
+    def read_partition(
+        self, table: str, day: date, columns: Sequence[str] | None = None
+    ) -> Iterator[pd.DataFrame]:
+        """One day's rows of an output table, `chunk_size` rows at a time, in key order."""
         with self.get_engine().connect() as connection:
-            result = connection.execution_options(yield_per=self.chunk_size).execute(query)
+            result = connection.execution_options(yield_per=self.chunk_size).execute(
+                self._partition_query(table, day, columns)
+            )
             names = list(result.keys())
             for rows in result.partitions():
                 yield pd.DataFrame([tuple(r) for r in rows], columns=names)
+
+    def read_partition_records(
+        self, table: str, day: date, columns: Sequence[str] | None = None
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Like `read_partition`, but plain dicts straight from the database: NULL stays
+        None (a DataFrame would turn it into NaN or NaT)."""
+        with self.get_engine().connect() as connection:
+            result = connection.execution_options(yield_per=self.chunk_size).execute(
+                self._partition_query(table, day, columns)
+            )
+            for rows in result.partitions():
+                yield [dict(row._mapping) for row in rows]
 
     def read_partition_frame(
         self, table: str, day: date, columns: Sequence[str] | None = None

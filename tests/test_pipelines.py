@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import date, timedelta
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -87,13 +88,37 @@ def _reset_calls() -> None:
     CountingEvaluator.calls.clear()
 
 
+def broken_records(day: date) -> list[dict[str, Any]]:
+    """Two rows of `day` that must be stored as invalid (a blank query, cut-off context)."""
+    noon = datetime.combine(day, time(12))
+    return [
+        {
+            "event_id": f"bad-task-{day}",
+            "event_ts": noon,
+            "task": "   ",
+            "context": '["a passage"]',
+            "metadata": '{"env": "prod", "feature_flag": "retrieval-v1"}',
+        },
+        {
+            "event_id": f"bad-context-{day}",
+            "event_ts": noon + timedelta(seconds=1),
+            "task": "what is the refund window",
+            "context": '[{"id": "kb-1", "text": "cut off',
+            "metadata": '{"env": "prod"}',
+        },
+    ]
+
+
 def seed_warehouse(
     warehouse: WarehouseResource,
     days: int = 3,
     events_per_day: int = 60,
     with_event_id: bool = True,
 ) -> list[dict[str, Any]]:
+    """Synthetic events plus two invalid rows a day, so every day mixes ok and invalid rows."""
     records = list(generate_events(days, end_day=LAST_DAY, events_per_day=events_per_day, seed=11))
+    for offset in range(days):
+        records.extend(broken_records(LAST_DAY - timedelta(days=offset)))
     write_events(
         warehouse.get_engine(),
         records,
@@ -158,10 +183,37 @@ def warehouse(tmp_path) -> WarehouseResource:
     resource.dispose()
 
 
+def check_no_missing_value_leaks(warehouse: WarehouseResource, day: date) -> None:
+    """Read straight from SQL (pandas would hide it): ok rows have a NULL reason, and no
+    text column of any output table holds the text 'NaN' or 'NaT' (a pandas placeholder)."""
+    tables = warehouse.output_tables()
+    with warehouse.get_engine().connect() as connection:
+        for name in (JUDGMENTS_TABLE, EVENT_METRICS_TABLE):
+            table = tables[name]
+            reasons = connection.execute(
+                sa.select(table.c.reason).where(
+                    table.c.partition_date == day, table.c.status == "ok"
+                )
+            ).scalars()
+            assert set(reasons) == {None}, name
+        for name in OUTPUT_TABLES:
+            table = tables[name]
+            for column in table.columns:
+                if not isinstance(column.type, sa.String):
+                    continue
+                leaked = connection.execute(
+                    sa.select(sa.func.count())
+                    .select_from(table)
+                    .where(table.c.partition_date == day, column.in_(["NaN", "nan", "NaT"]))
+                ).scalar_one()
+                assert leaked == 0, f"{name}.{column.name}"
+
+
 def check_partition(warehouse: WarehouseResource, records: list[dict[str, Any]], result) -> None:
     """The invariants of one materialized day, shared with the PostgreSQL tests."""
     day_records = records_of(records, LAST_DAY)
     assert result.success
+    check_no_missing_value_leaks(warehouse, LAST_DAY)
     metrics = warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)
     # Every ingested event exactly once, with a status.
     assert len(metrics) == len(day_records)
@@ -173,6 +225,7 @@ def check_partition(warehouse: WarehouseResource, records: list[dict[str, Any]],
             RetrievalEvent.from_record(record)
         except InvalidEventError:
             invalid += 1
+    assert invalid >= 2  # the seeded broken rows: chunks mix ok and invalid rows
     assert (metrics["status"] == "invalid").sum() == invalid
     invalid_rows = metrics[metrics["status"] == "invalid"]
     assert invalid_rows["recall"].isna().all()
@@ -345,6 +398,53 @@ def test_duplicate_event_ids_are_kept_once(warehouse) -> None:
     assert metadata_of(result, "event_judgments")["duplicate_event_ids"].value == 1
     metrics = warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)
     assert len(metrics) == len(records) == metrics["event_id"].nunique()
+
+
+def text_events_table(warehouse: WarehouseResource) -> sa.Table:
+    """An events table whose timestamps are text, as many logging pipelines write them."""
+    table = sa.Table(
+        "retrieval_events",
+        sa.MetaData(schema=warehouse.resolved_schema()),
+        sa.Column("event_id", sa.Text),
+        sa.Column("event_ts", sa.Text),
+        sa.Column("task", sa.Text),
+        sa.Column("context", sa.Text),
+        sa.Column("metadata", sa.Text),
+    )
+    table.metadata.create_all(warehouse.get_engine())
+    return table
+
+
+def inception_row(event_id: str, event_ts: str, **metadata: str) -> dict[str, Any]:
+    return {
+        "event_id": event_id,
+        "event_ts": event_ts,
+        "task": "Who directed Inception?",
+        "context": '[{"id": "p1", "text": "Christopher Nolan directed Inception.", "score": 0.9}]',
+        "metadata": json.dumps({"env": "prod", "feature_flag": "retrieval-v1", **metadata}),
+    }
+
+
+def test_an_unparseable_timestamp_makes_its_row_invalid_not_the_day_fail(warehouse) -> None:
+    table = text_events_table(warehouse)
+    rows = [inception_row(f"e{hour}", f"2026-11-29 0{hour}:00:00") for hour in range(1, 6)]
+    rows.append(inception_row("bad-ts", "2026-11-29 junk"))
+    with warehouse.get_engine().begin() as connection:
+        connection.execute(table.insert(), rows)
+    with instance_for_test() as instance:
+        result = run_day(warehouse, instance, LAST_DAY, raise_on_error=False)
+    assert result.success
+    check_no_missing_value_leaks(warehouse, LAST_DAY)
+    metrics = warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)
+    assert len(metrics) == 6
+    bad = metrics[metrics["event_id"] == "bad-ts"].iloc[0]
+    assert bad["status"] == "invalid" and bad["reason"].startswith("event_ts_invalid")
+    assert (metrics["status"] == "ok").sum() == 5
+    with warehouse.get_engine().connect() as connection:
+        stored = connection.execute(
+            sa.text("select event_ts from seer_event_metrics where event_id = 'bad-ts'")
+        ).scalar_one()
+    assert stored is None
 
 
 def test_a_missing_events_table_fails_with_a_clear_error(warehouse) -> None:

@@ -4,7 +4,6 @@ Scoring is vectorised (`seer_metrics.scoring.score_events`) over each chunk of s
 judgments; nothing here calls a model, so these assets are cheap to re-run.
 """
 
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
@@ -40,15 +39,9 @@ from seer_pipelines.assets.tables import (
     table_metadata,
 )
 from seer_pipelines.partitions import daily_partitions, partition_day
-from seer_pipelines.resources import WarehouseConfigError, WarehouseResource
+from seer_pipelines.resources import WarehouseConfigError, WarehouseResource, plain_value
 
 USAGE_COLUMNS = ("cache_hit", "model_calls", "prompt_tokens", "completion_tokens", "cost_usd")
-
-
-def _none_if_nan(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
 
 
 # -- event metrics ---------------------------------------------------------------------
@@ -76,21 +69,36 @@ def _judgment_of(row: Mapping[str, Any]) -> Judgment:
     return Judgment.from_dict(row["judgment"])
 
 
-def event_metric_rows(judgments: pd.DataFrame) -> list[dict[str, Any]]:
-    """Score a chunk of `seer_judgments` rows into `seer_event_metrics` rows (vectorised)."""
-    records = judgments.to_dict("records")
+def _records(judgments: pd.DataFrame | Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Rows as mappings; a DataFrame's NaN/NaT (pandas' stand-ins for NULL) become None."""
+    if isinstance(judgments, pd.DataFrame):
+        return [
+            {key: plain_value(value) for key, value in record.items()}
+            for record in judgments.to_dict("records")
+        ]
+    return list(judgments)
+
+
+def event_metric_rows(
+    judgments: pd.DataFrame | Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """Score a chunk of `seer_judgments` rows into `seer_event_metrics` rows (vectorised).
+
+    `judgments` are dicts as read from the table (`read_partition_records`) or a DataFrame.
+    """
+    records = _records(judgments)
     inputs: list[dict[str, Any]] = []
     ok_index: list[int] = []
     rows: list[dict[str, Any]] = []
     for index, record in enumerate(records):
         row: dict[str, Any] = {
             "event_id": record["event_id"],
-            "event_ts": _none_if_nan(record.get("event_ts")),
+            "event_ts": record.get("event_ts"),
             "status": record["status"],
-            "reason": record.get("reason"),
-            "n": None if _none_if_nan(record.get("n")) is None else int(record["n"]),
+            "reason": record.get("reason") if record["status"] != "ok" else None,
+            "n": None if plain_value(record.get("n")) is None else int(record["n"]),
             "metadata": record.get("metadata") or {},
-            **{column: _none_if_nan(record.get(column)) for column in USAGE_COLUMNS},
+            **{column: plain_value(record.get(column)) for column in USAGE_COLUMNS},
         }
         for metric in METRICS:
             row[metric] = None
@@ -125,7 +133,7 @@ def event_metric_rows(judgments: pd.DataFrame) -> list[dict[str, Any]]:
         columns = {metric: scores[metric].to_numpy(dtype=float) for metric in METRICS}
         for position, index in enumerate(ok_index):
             for metric, values in columns.items():
-                rows[index][metric] = _none_if_nan(float(values[position]))
+                rows[index][metric] = plain_value(float(values[position]))
     return rows
 
 
@@ -147,7 +155,8 @@ def build_event_metrics(warehouse: WarehouseResource, day: date) -> tuple[ScoreT
     """Replace `day` in `seer_event_metrics`; returns the totals and the rows written."""
     totals = ScoreTotals()
     with warehouse.partition_writer(EVENT_METRICS_TABLE, day) as writer:
-        for chunk in warehouse.read_partition(JUDGMENTS_TABLE, day, _JUDGMENT_READ_COLUMNS):
+        chunks = warehouse.read_partition_records(JUDGMENTS_TABLE, day, _JUDGMENT_READ_COLUMNS)
+        for chunk in chunks:
             rows = event_metric_rows(chunk)
             totals.add_all(rows)
             writer.write(rows)
@@ -187,10 +196,12 @@ def event_metrics(
 # -- passage judgments -----------------------------------------------------------------
 
 
-def passage_rows(judgments: pd.DataFrame) -> list[dict[str, Any]]:
+def passage_rows(
+    judgments: pd.DataFrame | Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
     """One row per (ok event, passage): ranked position, id, cited, by which requirements."""
     rows: list[dict[str, Any]] = []
-    for record in judgments.to_dict("records"):
+    for record in _records(judgments):
         if record["status"] != "ok" or record.get("judgment") is None:
             continue
         judgment = _judgment_of(record)
@@ -229,7 +240,7 @@ def passage_judgments(
     events = 0
     with warehouse.partition_writer(PASSAGE_JUDGMENTS_TABLE, day) as writer:
         columns = ("event_id", "status", "judgment", "ranked_context")
-        for chunk in warehouse.read_partition(JUDGMENTS_TABLE, day, columns):
+        for chunk in warehouse.read_partition_records(JUDGMENTS_TABLE, day, columns):
             rows = passage_rows(chunk)
             cited += sum(1 for row in rows if row["cited"])
             events += len({row["event_id"] for row in rows})
@@ -322,15 +333,10 @@ def compute_slice_frame(
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """DataFrame rows as dicts with NaN turned into None (NULL) and numpy scalars unboxed."""
-    records = []
-    for record in frame.to_dict("records"):
-        records.append(
-            {
-                key: _none_if_nan(value.item() if hasattr(value, "item") else value)
-                for key, value in record.items()
-            }
-        )
-    return records
+    return [
+        {key: plain_value(value) for key, value in record.items()}
+        for record in frame.to_dict("records")
+    ]
 
 
 def slice_metadata(frame: pd.DataFrame) -> dict[str, Any]:
