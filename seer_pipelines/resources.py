@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from pydantic import Field, PrivateAttr
 
 from seer_metrics.cache import JudgmentStore
 from seer_metrics.evaluators.base import Evaluator
+from seer_metrics.events import InvalidEventError, parse_timestamp
 from seer_pipelines.assets.tables import (
     STAGING_RUN_COLUMN,
     STAGING_SEQUENCE_COLUMN,
@@ -115,9 +117,105 @@ def create_warehouse_engine(url: str, schema: str | None = None) -> sa.Engine:
 
 
 def day_bounds(day: date) -> tuple[datetime, datetime]:
-    """[day, day + 1) in UTC, as naive datetimes (warehouses store UTC)."""
-    start = datetime.combine(day, time.min)
+    """[day, day + 1) in UTC, as aware datetimes."""
+    start = datetime.combine(day, time.min, tzinfo=UTC)
     return start, start + timedelta(days=1)
+
+
+def belongs_to_day(raw_event_ts: Any, day: date) -> bool:
+    """Whether a source row with this `event_ts` is part of `day`'s partition.
+
+    A timestamp belongs to the UTC day it falls on once parsed (`parse_timestamp`: naive
+    values are UTC, offsets are applied). A value that does not parse belongs to the day
+    its text starts with (`2026-11-29 junk` -> 2026-11-29), where it is stored as invalid.
+    """
+    try:
+        parsed = parse_timestamp(raw_event_ts)
+    except InvalidEventError:
+        return str(raw_event_ts).strip()[:10] == day.isoformat()
+    if parsed is None:
+        return False
+    start, end = day_bounds(day)
+    return start <= parsed < end
+
+
+@dataclass(frozen=True)
+class DayQuery:
+    """How one day's rows are picked from the events table.
+
+    `where` selects the day in SQL, exactly or as a superset that `belongs_to_day` then
+    narrows in Python; `event_ts` is the selected expression and `convert` turns its raw
+    value into what the column's type would have given (None: nothing to convert).
+    """
+
+    where: sa.ColumnElement[bool]
+    order: tuple[sa.ColumnElement[Any], ...]
+    event_ts: sa.ColumnElement[Any]
+    convert: Callable[[Any], Any] | None
+
+
+def day_query(table: sa.Table, column: str, day: date, dialect: sa.Dialect) -> DayQuery:
+    """The SQL that picks `day`'s rows by the `column` timestamp.
+
+    * A timestamp (or date) column outside SQLite is compared with the UTC bounds in SQL;
+      that is exact (PostgreSQL sessions run in UTC, `timestamp` columns hold UTC).
+    * A numeric column outside SQLite holds epoch seconds: compared with the bounds' epochs.
+    * Anything else (text columns, and every SQLite column, since SQLite compares stored
+      timestamps as text) reads a superset: the day's text, plus the days before and after
+      when the time carries an offset that can move it into the day ('-' before, '+'
+      after), plus epoch numbers on SQLite. `belongs_to_day` keeps the rows that are on
+      the day once parsed; they are ordered by time (SQLite: `julianday`, which applies
+      offsets), then text.
+    """
+    ts = table.c[column]
+    start, end = day_bounds(day)
+    sqlite = dialect.name == "sqlite"
+    if not sqlite and isinstance(ts.type, sa.DateTime | sa.Date):
+        return DayQuery(sa.and_(ts >= start, ts < end), (ts,), ts, None)
+    if not sqlite and isinstance(ts.type, sa.Numeric | sa.Integer):
+        where = sa.and_(ts >= start.timestamp(), ts < end.timestamp())
+        return DayQuery(where, (ts,), ts, None)
+    raw = sa.type_coerce(ts, sa.String())
+    before, today, after, later = (
+        (day + timedelta(days=offset)).isoformat() for offset in (-1, 0, 1, 2)
+    )
+    time_part = sa.func.substr(raw, 12)
+    where = sa.or_(
+        sa.and_(raw >= today, raw < after),
+        sa.and_(raw >= before, raw < today, time_part.like("%-%")),
+        sa.and_(raw >= after, raw < later, time_part.like("%+%")),
+    )
+    if not sqlite:
+        return DayQuery(where, (raw,), raw, None)
+    seconds = sa.type_coerce(ts, sa.Float())
+    epoch = sa.and_(
+        sa.func.typeof(ts).in_(["integer", "real"]),
+        seconds >= start.timestamp(),
+        seconds < end.timestamp(),
+    )
+    return DayQuery(
+        sa.or_(where, epoch),
+        (sa.func.julianday(raw), raw),
+        raw,
+        _typed_value(ts.type.result_processor(dialect, None)),
+    )
+
+
+def _typed_value(processor: Callable[[Any], Any] | None) -> Callable[[Any], Any] | None:
+    """The column type's own conversion of a raw value, keeping the raw value when it
+    fails (a junk timestamp must become an invalid row, not stop the read)."""
+    if processor is None:
+        return None
+
+    def convert(value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return processor(value)
+        except (TypeError, ValueError, OverflowError):
+            return value
+
+    return convert
 
 
 _PLAIN_TYPES = (str, int, bool, dict, list, date, datetime)
@@ -419,38 +517,52 @@ class WarehouseResource(ConfigurableResource):
                 )
         return table
 
-    def iter_event_chunks(self, day: date) -> Iterator[list[dict[str, Any]]]:
-        """The day's source rows (event_ts in [day, day + 1) UTC) in chunks of `chunk_size`.
-
-        Each row is a dict with `event_id` (omitted when the table has no id column, so a
-        stable hash is derived), `event_ts`, `task`, `context` and `metadata`. The rows are
-        streamed (server-side cursor), so memory is bounded by the chunk size.
-        """
+    def _day_rows(self, day: date, fields: Sequence[str]) -> Iterator[list[dict[str, Any]]]:
+        """`fields` of the day's source rows, streamed in chunks (see `day_query`)."""
         table = self.events_table_object()
         columns = self.source_columns()
+        engine = self.get_engine()
+        plan = day_query(table, columns["event_ts"], day, engine.dialect)
         selected = [
-            table.c[column].label(field) for field, column in columns.items() if column in table.c
+            (plan.event_ts if field == "event_ts" else table.c[columns[field]]).label(field)
+            for field in fields
+            if columns[field] in table.c
         ]
-        ts = table.c[columns["event_ts"]]
-        start, end = day_bounds(day)
-        order = [ts]
+        order = list(plan.order)
         if columns["event_id"] in table.c:
             order.append(table.c[columns["event_id"]])
-        query = sa.select(*selected).where(ts >= start, ts < end).order_by(*order)
-        with self.get_engine().connect() as connection:
+        query = sa.select(*selected).where(plan.where).order_by(*order)
+        with engine.connect() as connection:
             result = connection.execution_options(
                 stream_results=True, yield_per=self.chunk_size
             ).execute(query)
             for rows in result.partitions():
-                yield [dict(row._mapping) for row in rows]
+                chunk = []
+                for row in rows:
+                    record = dict(row._mapping)
+                    if not belongs_to_day(record["event_ts"], day):
+                        continue
+                    if plan.convert is not None:
+                        record["event_ts"] = plan.convert(record["event_ts"])
+                    chunk.append(record)
+                if chunk:
+                    yield chunk
+
+    def iter_event_chunks(self, day: date) -> Iterator[list[dict[str, Any]]]:
+        """The day's source rows in chunks of at most `chunk_size`.
+
+        A row is on the day when its event_ts, parsed (offsets applied, naive = UTC), is
+        in [day, day + 1) UTC; an event_ts that does not parse counts on the day its text
+        starts with (the row is then stored as invalid). Each row is a dict with
+        `event_id` (omitted when the table has no id column, so a stable hash is
+        derived), `event_ts`, `task`, `context` and `metadata`. The rows are streamed
+        (server-side cursor), so memory is bounded by the chunk size.
+        """
+        yield from self._day_rows(day, ("event_id", "event_ts", "task", "context", "metadata"))
 
     def count_events(self, day: date) -> int:
-        table = self.events_table_object()
-        ts = table.c[self.source_columns()["event_ts"]]
-        start, end = day_bounds(day)
-        query = sa.select(sa.func.count()).select_from(table).where(ts >= start, ts < end)
-        with self.get_engine().connect() as connection:
-            return int(connection.execute(query).scalar_one())
+        """Rows `iter_event_chunks(day)` yields (reads only the timestamps)."""
+        return sum(len(chunk) for chunk in self._day_rows(day, ("event_ts",)))
 
 
 def utc_now() -> datetime:

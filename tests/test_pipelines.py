@@ -9,7 +9,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,7 +31,7 @@ from seer_metrics.evaluators.base import EvaluationOutcome
 from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_pipelines.assets.events import retrieval_events
-from seer_pipelines.assets.judgments import event_judgments
+from seer_pipelines.assets.judgments import event_judgments, judge_partition
 from seer_pipelines.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
 from seer_pipelines.assets.tables import (
     EVENT_METRICS_TABLE,
@@ -445,6 +445,57 @@ def test_an_unparseable_timestamp_makes_its_row_invalid_not_the_day_fail(warehou
             sa.text("select event_ts from seer_event_metrics where event_id = 'bad-ts'")
         ).scalar_one()
     assert stored is None
+
+
+def test_events_are_judged_on_the_utc_day_of_their_text_timestamp(warehouse) -> None:
+    table = text_events_table(warehouse)
+    rows = {
+        "new-york-late": "2026-11-28T23:30:00-05:00",  # 11-29 04:30 UTC
+        "sqlite-next-midnight": "2026-11-29 00:00:00",
+        "athens-early": "2026-11-29T01:00:00+02:00",  # 11-28 23:00 UTC
+        "utc-midnight": "2026-11-28T00:00:00Z",
+        "noon": "2026-11-28 12:00:00",
+        "new-york-evening-before": "2026-11-27T21:00:00-05:00",  # 11-28 02:00 UTC
+    }
+    with warehouse.get_engine().begin() as connection:
+        connection.execute(table.insert(), [inception_row(k, v) for k, v in rows.items()])
+    day_before = LAST_DAY - timedelta(days=1)
+    with instance_for_test() as instance:
+        run_day(warehouse, instance, day_before)
+        run_day(warehouse, instance, LAST_DAY)
+    before = warehouse.read_partition_frame(EVENT_METRICS_TABLE, day_before)
+    last = warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)
+    assert sorted(before["event_id"]) == sorted(
+        ["athens-early", "utc-midnight", "noon", "new-york-evening-before"]
+    )
+    assert sorted(last["event_id"]) == ["new-york-late", "sqlite-next-midnight"]
+    assert (before["status"] == "ok").all() and (last["status"] == "ok").all()
+    for frame, day in ((before, day_before), (last, LAST_DAY)):
+        # Stored in UTC (SQLite keeps the UTC wall time without an offset).
+        assert {(ts.astimezone(UTC) if ts.tzinfo else ts).date() for ts in frame["event_ts"]} == {
+            day
+        }
+
+
+def test_event_judgments_never_store_an_event_of_another_day(warehouse) -> None:
+    """Whatever the read hands over, an event whose UTC time is off the day is left out."""
+
+    class LeakyWarehouse(WarehouseResource):
+        def iter_event_chunks(self, day):
+            yield [
+                inception_row("on-day", "2026-11-29T10:00:00+00:00"),
+                inception_row("day-after", "2026-11-29T23:30:00-05:00"),
+                dict(inception_row("invalid-day-before", "2026-11-28T23:00:00"), task=" "),
+                dict(inception_row("invalid-on-day", "2026-11-29T23:00:00"), task=" "),
+            ]
+
+    leaky = LeakyWarehouse(url=warehouse.resolved_url())
+    summary = judge_partition(leaky, LexicalEvaluator(), LAST_DAY)
+    leaky.dispose()
+    stored = warehouse.read_partition_frame(JUDGMENTS_TABLE, LAST_DAY)
+    assert sorted(stored["event_id"]) == ["invalid-on-day", "on-day"]
+    assert summary.outside_day == 2
+    assert summary.metadata()["outside_day"] == 2
 
 
 def test_a_missing_events_table_fails_with_a_clear_error(warehouse) -> None:

@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from seer_metrics.evaluators.lexical import LexicalEvaluator
+from seer_metrics.events import parse_timestamp
 from seer_pipelines.assets.tables import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
 from seer_pipelines.resources import (
     EvaluatorResource,
@@ -99,6 +100,114 @@ def test_reads_one_day_in_chunks_with_exact_bounds(warehouse) -> None:
     assert set(ids) == expected and len(ids) == len(expected)
     assert "at-start" in ids and "at-end" not in ids
     assert warehouse.count_events(DAY) == len(expected)
+
+
+# Text timestamps as logging pipelines write them, with the UTC day each one belongs to.
+TEXT_TIMESTAMPS = {
+    "utc-z": ("2026-11-29T00:00:00Z", DAY),
+    "late-new-york": ("2026-11-29T23:30:00-05:00", DAY + timedelta(days=1)),
+    "evening-new-york-before": ("2026-11-28T20:00:00-05:00", DAY),
+    "noon-space": ("2026-11-29 12:00:00", DAY),
+    "early-athens": ("2026-11-30T01:00:00+02:00", DAY),
+    "early-tokyo-no-colon": ("2026-11-30T08:00:00+0900", DAY),
+    "fraction-before": ("2026-11-28T23:59:59.5", DAY - timedelta(days=1)),
+    "midnight-t": ("2026-11-29T00:00:00", DAY),
+    "midnight-space": ("2026-11-29 00:00:00", DAY),
+    "next-midnight-sqlite-format": ("2026-11-30 00:00:00", DAY + timedelta(days=1)),
+    "next-midnight-utc-offset": ("2026-11-30T00:00:00+00:00", DAY + timedelta(days=1)),
+    "last-microsecond": ("2026-11-29 23:59:59.999999", DAY),
+    "unparseable": ("2026-11-29 junk", DAY),  # read by its day, stored as invalid
+}
+
+
+def write_text_timestamps(warehouse: WarehouseResource, column_type: sa.types.TypeEngine) -> None:
+    table = sa.Table(
+        "retrieval_events",
+        sa.MetaData(schema=warehouse.resolved_schema()),
+        sa.Column("event_id", sa.Text),
+        sa.Column("event_ts", column_type),
+        sa.Column("task", sa.Text),
+        sa.Column("context", sa.Text),
+        sa.Column("metadata", sa.Text),
+    )
+    table.metadata.create_all(warehouse.get_engine())
+    rows = [
+        {"event_id": event_id, "event_ts": text, "task": "q", "context": '["a"]', "metadata": "{}"}
+        for event_id, (text, _day) in TEXT_TIMESTAMPS.items()
+    ]
+    with warehouse.get_engine().begin() as connection:
+        # Raw text, whatever the column's declared type (SQLite keeps it as written).
+        connection.execute(
+            sa.text(
+                f"insert into {table.fullname} (event_id, event_ts, task, context, metadata) "
+                "values (:event_id, :event_ts, :task, :context, :metadata)"
+            ),
+            rows,
+        )
+
+
+def check_days_of_text_timestamps(warehouse: WarehouseResource) -> None:
+    for day in (DAY - timedelta(days=1), DAY, DAY + timedelta(days=1)):
+        ids = [row["event_id"] for chunk in warehouse.iter_event_chunks(day) for row in chunk]
+        expected = {event_id for event_id, (_text, at) in TEXT_TIMESTAMPS.items() if at == day}
+        assert sorted(ids) == sorted(expected), day
+        assert warehouse.count_events(day) == len(expected)
+        # Every row read for the day is really on it (or has no parsable time at all).
+        for chunk in warehouse.iter_event_chunks(day):
+            for row in chunk:
+                if row["event_id"] != "unparseable":
+                    assert parse_timestamp(row["event_ts"]).date() == day
+
+
+@pytest.mark.parametrize("column_type", [sa.Text(), sa.DateTime(), sa.TIMESTAMP()])
+def test_sqlite_text_timestamps_land_on_their_utc_day(warehouse, column_type) -> None:
+    write_text_timestamps(warehouse, column_type)
+    check_days_of_text_timestamps(warehouse)
+
+
+@pytest.mark.postgres
+def test_postgres_text_timestamps_land_on_their_utc_day(postgres_url, postgres_schema) -> None:
+    warehouse = WarehouseResource(url=postgres_url, db_schema=postgres_schema, chunk_size=3)
+    try:
+        write_text_timestamps(warehouse, sa.Text())
+        check_days_of_text_timestamps(warehouse)
+    finally:
+        warehouse.dispose()
+
+
+@pytest.mark.postgres
+def test_postgres_timestamptz_with_offsets_land_on_their_utc_day(
+    postgres_url, postgres_schema
+) -> None:
+    warehouse = WarehouseResource(url=postgres_url, db_schema=postgres_schema, chunk_size=3)
+    parsable = {k: v for k, v in TEXT_TIMESTAMPS.items() if k != "unparseable"}
+    table = sa.Table(
+        "retrieval_events",
+        sa.MetaData(schema=postgres_schema),
+        sa.Column("event_id", sa.Text),
+        sa.Column("event_ts", sa.DateTime(timezone=True)),
+        sa.Column("task", sa.Text),
+        sa.Column("context", sa.Text),
+        sa.Column("metadata", sa.Text),
+    )
+    try:
+        table.metadata.create_all(warehouse.get_engine())
+        with warehouse.get_engine().begin() as connection:
+            # A session in another time zone: the stored instant is what counts.
+            connection.execute(sa.text("set time zone 'America/New_York'"))
+            connection.execute(
+                table.insert(),
+                [
+                    {"event_id": k, "event_ts": parse_timestamp(text), "task": "q", "context": "[]"}
+                    for k, (text, _day) in parsable.items()
+                ],
+            )
+        for day in (DAY - timedelta(days=1), DAY, DAY + timedelta(days=1)):
+            ids = {row["event_id"] for chunk in warehouse.iter_event_chunks(day) for row in chunk}
+            assert ids == {k for k, (_text, at) in parsable.items() if at == day}, day
+            assert warehouse.count_events(day) == len(ids)
+    finally:
+        warehouse.dispose()
 
 
 def test_configured_table_and_column_names(warehouse) -> None:

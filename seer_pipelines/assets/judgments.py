@@ -11,7 +11,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from dagster import (
@@ -33,7 +33,7 @@ from seer_metrics.events import (
 from seer_pipelines.assets.events import GROUP_NAME, retrieval_events
 from seer_pipelines.assets.tables import JUDGMENTS_TABLE, table_metadata
 from seer_pipelines.partitions import daily_partitions, partition_day
-from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_pipelines.resources import EvaluatorResource, WarehouseResource, day_bounds
 
 # Evaluator-heavy steps share this pool; `dagster instance concurrency set seer_evaluator N`
 # (or dagster.yaml `concurrency.pools`) caps how many judge at once across all runs.
@@ -51,6 +51,7 @@ class JudgingSummary:
     invalid: int = 0
     errors: int = 0
     duplicate_event_ids: int = 0
+    outside_day: int = 0
     cache_hits: int = 0
     judged: int = 0
     model_calls: int = 0
@@ -68,6 +69,7 @@ class JudgingSummary:
             "invalid": self.invalid,
             "errors": self.errors,
             "duplicate_event_ids": self.duplicate_event_ids,
+            "outside_day": self.outside_day,
             "cache_hits": self.cache_hits,
             "judged": self.judged,
             "model_calls": self.model_calls,
@@ -109,6 +111,10 @@ def _fallback_timestamp(raw: Any) -> Any:
         return parse_timestamp(raw)
     except InvalidEventError:
         return None
+
+
+def _off_the_day(event_ts: datetime | None, start: datetime, end: datetime) -> bool:
+    return event_ts is not None and not start <= event_ts < end
 
 
 def invalid_row(record: Mapping[str, Any], error: InvalidEventError) -> dict[str, Any]:
@@ -163,18 +169,30 @@ async def _judge_partition(
     progress: Callable[[JudgingSummary], None],
 ) -> JudgingSummary:
     summary = JudgingSummary()
+    start, end = day_bounds(day)
     with warehouse.partition_writer(JUDGMENTS_TABLE, day) as writer:
         for records in warehouse.iter_event_chunks(day):
             rows: list[dict[str, Any]] = []
             events: list[RetrievalEvent] = []
             for record in records:
                 try:
-                    events.append(RetrievalEvent.from_record(record))
+                    event = RetrievalEvent.from_record(record)
                 except InvalidEventError as error:
-                    rows.append(invalid_row(record, error))
+                    row = invalid_row(record, error)
+                    if _off_the_day(row["event_ts"], start, end):
+                        summary.outside_day += 1
+                        continue
+                    rows.append(row)
                     summary.invalid_reasons[error.code] = (
                         summary.invalid_reasons.get(error.code, 0) + 1
                     )
+                    continue
+                # The partition is the UTC day of event_ts: another day's event (a read
+                # that was too wide) belongs to that day's partition, not this one.
+                if _off_the_day(event.event_ts, start, end):
+                    summary.outside_day += 1
+                    continue
+                events.append(event)
             outcomes = await evaluator.evaluate(events) if events else []
             if len(outcomes) != len(events):
                 raise RuntimeError(
@@ -198,7 +216,7 @@ async def _judge_partition(
             summary.chunks += 1
             progress(summary)
         summary.rows = writer.commit()
-    summary.duplicate_event_ids = summary.events - summary.rows
+    summary.duplicate_event_ids = summary.events - summary.outside_day - summary.rows
     summary.invalid = sum(summary.invalid_reasons.values())
     summary.errors = sum(summary.error_reasons.values())
     return summary
