@@ -30,6 +30,7 @@ from seer_metrics.events import InvalidEventError, parse_timestamp
 from seer_pipelines.assets.tables import (
     STAGING_RUN_COLUMN,
     STAGING_SEQUENCE_COLUMN,
+    STAGING_TIME_COLUMN,
     TABLE_KEYS,
     OutputTables,
     output_tables,
@@ -247,16 +248,32 @@ def plain_value(value: Any) -> Any:
     return value
 
 
+def utc_now() -> datetime:
+    return datetime.now(tz=UTC)
+
+
+# A writer stages a chunk every few minutes at most; rows of a run that has staged
+# nothing for this long belong to a run that died without cleaning up.
+STALE_STAGING_AFTER = timedelta(hours=24)
+
+
+class StagingLostError(RuntimeError):
+    """The rows a writer staged are not all there any more; nothing was committed."""
+
+
 class PartitionWriter:
     """Stages one partition's rows chunk by chunk, then swaps them in with one transaction.
 
     Memory stays bounded (rows go to the `__staging` table as they come) and readers
     never see half a partition: `commit()` deletes the partition's rows and inserts the
-    staged ones (first row per natural key) in a single transaction.
+    staged ones (first row per natural key) in a single transaction. Each writer's rows
+    carry its own id, so two runs of the same day never delete or commit each other's
+    rows; `commit()` refuses to swap when any of its staged rows are missing.
     """
 
     def __init__(self, engine: sa.Engine, tables: OutputTables, name: str, day: date) -> None:
         self._engine = engine
+        self._name = name
         self._table = tables[name]
         self._staging = tables.staging[name]
         self._key = TABLE_KEYS[name]
@@ -264,9 +281,28 @@ class PartitionWriter:
         self._run = uuid.uuid4().hex
         self._sequence = 0
         self.staged_rows = 0
-        with engine.begin() as connection:
-            # Rows staged by a crashed earlier run of this partition are garbage.
-            connection.execute(self._staging.delete().where(self._staging.c.partition_date == day))
+        self.committed = False
+        self.remove_stale_staging(utc_now() - STALE_STAGING_AFTER)
+
+    def remove_stale_staging(self, cutoff: datetime) -> int:
+        """Delete the staged rows of other runs that staged nothing since `cutoff` (runs
+        that crashed without cleaning up); rows of live runs are never touched."""
+        staging = self._staging
+        staged_at = staging.c[STAGING_TIME_COLUMN]
+        stale_runs = (
+            sa.select(staging.c[STAGING_RUN_COLUMN])
+            .group_by(staging.c[STAGING_RUN_COLUMN])
+            # No time at all: staged by a Seer version without the column.
+            .having(sa.or_(sa.func.max(staged_at) < cutoff, sa.func.max(staged_at).is_(None)))
+        )
+        with self._engine.begin() as connection:
+            result = connection.execute(
+                staging.delete().where(
+                    staging.c[STAGING_RUN_COLUMN].in_(stale_runs),
+                    staging.c[STAGING_RUN_COLUMN] != self._run,
+                )
+            )
+        return max(int(result.rowcount or 0), 0)
 
     def write(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Stage rows (dicts keyed by column name; partition_date is set here).
@@ -276,12 +312,14 @@ class PartitionWriter:
         if not rows:
             return
         columns = [c.name for c in self._table.columns]
+        now = utc_now()
         staged = []
         for row in rows:
             record = {column: plain_value(row.get(column)) for column in columns}
             record["partition_date"] = self._day
             record[STAGING_RUN_COLUMN] = self._run
             record[STAGING_SEQUENCE_COLUMN] = self._sequence
+            record[STAGING_TIME_COLUMN] = now
             self._sequence += 1
             staged.append(record)
         with self._engine.begin() as connection:
@@ -289,36 +327,84 @@ class PartitionWriter:
         self.staged_rows += len(staged)
 
     def commit(self) -> int:
-        """Replace the partition with the staged rows; returns the number of rows kept."""
+        """Replace the partition with the staged rows; returns the number of rows kept.
+
+        Raises `StagingLostError` (and changes nothing) when the staging table no longer
+        holds every row this writer staged, and `RuntimeError` when the partition does not
+        end up with exactly one row per staged key.
+        """
         staging = self._staging
         columns = [c.name for c in self._table.columns]
+        mine = staging.c[STAGING_RUN_COLUMN] == self._run
         first_per_key = (
             sa.select(sa.func.min(staging.c[STAGING_SEQUENCE_COLUMN]))
-            .where(staging.c[STAGING_RUN_COLUMN] == self._run)
+            .where(mine)
             .group_by(*(staging.c[k] for k in self._key))
         )
         kept = sa.select(*(staging.c[c] for c in columns)).where(
-            staging.c[STAGING_RUN_COLUMN] == self._run,
-            staging.c[STAGING_SEQUENCE_COLUMN].in_(first_per_key),
+            mine, staging.c[STAGING_SEQUENCE_COLUMN].in_(first_per_key)
         )
+        where = f"{self._name} partition {self._day}"
         with self._engine.begin() as connection:
+            found = connection.execute(
+                sa.select(sa.func.count()).select_from(staging).where(mine)
+            ).scalar_one()
+            if found != self.staged_rows:
+                raise StagingLostError(
+                    f"{where}: this run staged {self.staged_rows} rows but {found} are left "
+                    f"in {staging.name}; nothing was committed, re-run the partition"
+                )
+            keys = connection.execute(
+                sa.select(sa.func.count()).select_from(first_per_key.subquery())
+            ).scalar_one()
             connection.execute(
                 self._table.delete().where(self._table.c.partition_date == self._day)
             )
             connection.execute(self._table.insert().from_select(columns, kept))
-            connection.execute(staging.delete().where(staging.c[STAGING_RUN_COLUMN] == self._run))
+            connection.execute(staging.delete().where(mine))
             count = connection.execute(
                 sa.select(sa.func.count())
                 .select_from(self._table)
                 .where(self._table.c.partition_date == self._day)
             ).scalar_one()
+            if count != keys:
+                raise RuntimeError(
+                    f"{where}: {keys} staged rows to commit but the partition would hold "
+                    f"{count}; nothing was committed, re-run the partition"
+                )
+        self.committed = True
         return int(count)
 
     def abort(self) -> None:
+        """Discard this writer's staged rows (and only those)."""
         with self._engine.begin() as connection:
             connection.execute(
                 self._staging.delete().where(self._staging.c[STAGING_RUN_COLUMN] == self._run)
             )
+
+
+def add_missing_staging_columns(engine: sa.Engine, tables: OutputTables) -> None:
+    """Give staging tables created by an earlier Seer version the columns added since
+    (they only ever hold rows of runs in flight, so adding a nullable column is safe)."""
+    inspector = sa.inspect(engine)
+    for staging in tables.staging.values():
+        present = {c["name"] for c in inspector.get_columns(staging.name, schema=staging.schema)}
+        for column in staging.columns:
+            if column.name in present:
+                continue
+            table_name = engine.dialect.identifier_preparer.format_table(staging)
+            column_type = column.type.compile(dialect=engine.dialect)
+            try:
+                with engine.begin() as connection:
+                    connection.execute(
+                        sa.text(f"ALTER TABLE {table_name} ADD COLUMN {column.name} {column_type}")
+                    )
+            except sa.exc.DBAPIError:
+                # Another run added it first; anything else shows up on the next insert.
+                inspector = sa.inspect(engine)
+                names = inspector.get_columns(staging.name, schema=staging.schema)
+                if column.name not in {c["name"] for c in names}:
+                    raise
 
 
 class WarehouseResource(ConfigurableResource):
@@ -353,6 +439,7 @@ class WarehouseResource(ConfigurableResource):
     )
 
     _engine: sa.Engine | None = PrivateAttr(default=None)
+    _staging_checked: bool = PrivateAttr(default=False)
 
     # -- settings ---------------------------------------------------------------------
 
@@ -395,6 +482,7 @@ class WarehouseResource(ConfigurableResource):
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         self._engine = None
+        self._staging_checked = False
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         self.dispose()
@@ -412,7 +500,11 @@ class WarehouseResource(ConfigurableResource):
     def ensure_output_tables(self) -> OutputTables:
         """Create the output tables (and staging twins) if they do not exist."""
         tables = self.output_tables()
-        tables.metadata.create_all(self.get_engine(), checkfirst=True)
+        engine = self.get_engine()
+        tables.metadata.create_all(engine, checkfirst=True)
+        if not self._staging_checked:
+            add_missing_staging_columns(engine, tables)
+            self._staging_checked = True
         return tables
 
     @contextmanager
@@ -425,6 +517,8 @@ class WarehouseResource(ConfigurableResource):
         except BaseException:
             writer.abort()
             raise
+        if not writer.committed:  # left without commit(): its rows are garbage
+            writer.abort()
 
     def _partition_query(
         self, table: str, day: date, columns: Sequence[str] | None
@@ -563,10 +657,6 @@ class WarehouseResource(ConfigurableResource):
     def count_events(self, day: date) -> int:
         """Rows `iter_event_chunks(day)` yields (reads only the timestamps)."""
         return sum(len(chunk) for chunk in self._day_rows(day, ("event_ts",)))
-
-
-def utc_now() -> datetime:
-    return datetime.now(tz=UTC)
 
 
 class EvaluatorResource(ConfigurableResource):

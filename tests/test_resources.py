@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -279,6 +279,108 @@ def test_partition_writer_swaps_atomically_and_keeps_the_first_row_per_key(wareh
     assert warehouse.count_partition(EVENT_METRICS_TABLE, DAY - timedelta(days=1)) == 2
 
 
+def staged_count(warehouse: WarehouseResource, table: str) -> int:
+    staging = warehouse.output_tables().staging[table]
+    with warehouse.get_engine().connect() as connection:
+        return connection.execute(sa.select(sa.func.count()).select_from(staging)).scalar_one()
+
+
+def test_two_runs_of_the_same_day_never_commit_half_a_partition(warehouse) -> None:
+    with warehouse.partition_writer(SLICE_METRICS_TABLE, DAY) as first:
+        first.write([{"slice": "all", "events": 10}])
+        # A second run of the same day starts while the first is still staging.
+        with warehouse.partition_writer(SLICE_METRICS_TABLE, DAY) as second:
+            second.write([{"slice": "all", "events": 99}])
+            first.write([{"slice": "env=prod", "events": 5}])
+            assert first.commit() == 2
+            frame = warehouse.read_partition_frame(SLICE_METRICS_TABLE, DAY)
+            assert dict(zip(frame["slice"], frame["events"], strict=True)) == {
+                "all": 10,
+                "env=prod": 5,
+            }
+            assert second.commit() == 1
+    frame = warehouse.read_partition_frame(SLICE_METRICS_TABLE, DAY)
+    assert list(frame["events"]) == [99]
+    assert staged_count(warehouse, SLICE_METRICS_TABLE) == 0
+
+
+def test_a_writer_left_without_commit_cleans_up_after_itself(warehouse) -> None:
+    with warehouse.partition_writer(SLICE_METRICS_TABLE, DAY) as writer:
+        writer.write([{"slice": "all", "events": 10}])
+    assert staged_count(warehouse, SLICE_METRICS_TABLE) == 0
+    assert warehouse.count_partition(SLICE_METRICS_TABLE, DAY) == 0
+
+
+def test_commit_fails_loudly_when_staged_rows_went_missing(warehouse) -> None:
+    with warehouse.partition_writer(SLICE_METRICS_TABLE, DAY) as writer:
+        writer.write([{"slice": "all", "events": 1}])
+        writer.commit()
+    with (
+        pytest.raises(RuntimeError, match="staged 2 rows but 1"),
+        warehouse.partition_writer(SLICE_METRICS_TABLE, DAY) as writer,
+    ):
+        writer.write([{"slice": "all", "events": 10}, {"slice": "env=prod", "events": 5}])
+        with warehouse.get_engine().begin() as connection:  # someone else's clean-up
+            connection.execute(
+                sa.text("delete from seer_slice_metrics__staging where slice = 'env=prod'")
+            )
+        writer.commit()
+    # Nothing of the failed swap is visible: the previous partition stands.
+    frame = warehouse.read_partition_frame(SLICE_METRICS_TABLE, DAY)
+    assert list(frame["events"]) == [1]
+    assert staged_count(warehouse, SLICE_METRICS_TABLE) == 0
+
+
+def test_only_stale_staging_rows_of_other_runs_are_removed(warehouse) -> None:
+    tables = warehouse.ensure_output_tables()
+    staging = tables.staging[SLICE_METRICS_TABLE]
+    now = datetime.now(UTC)
+    with warehouse.get_engine().begin() as connection:
+        connection.execute(
+            staging.insert(),
+            [
+                # A run that crashed two days ago, and one still staging a minute ago.
+                {**STAGED, "staging_run": "crashed", "staging_at": now - timedelta(days=2)},
+                {**STAGED, "staging_run": "in-flight", "staging_at": now - timedelta(minutes=1)},
+            ],
+        )
+    with warehouse.partition_writer(SLICE_METRICS_TABLE, DAY) as writer:
+        with warehouse.get_engine().connect() as connection:
+            runs = connection.execute(sa.select(staging.c.staging_run)).scalars().all()
+        assert runs == ["in-flight"]
+        writer.write([{"slice": "all", "events": 3}])
+        assert writer.commit() == 1
+    assert staged_count(warehouse, SLICE_METRICS_TABLE) == 1  # the in-flight run's row
+
+
+def test_staging_tables_of_an_earlier_version_get_the_new_columns(warehouse) -> None:
+    with warehouse.get_engine().begin() as connection:
+        connection.execute(
+            sa.text(
+                "create table seer_slice_metrics__staging (staging_run varchar(64) not null, "
+                "staging_seq integer not null, partition_date date, slice varchar(255), "
+                "events integer)"
+            )
+        )
+        connection.execute(
+            sa.text(
+                "insert into seer_slice_metrics__staging values "
+                "('old-version-run', 0, '2026-11-29', 'all', 1)"
+            )
+        )
+    warehouse.ensure_output_tables()
+    columns = sa.inspect(warehouse.get_engine()).get_columns("seer_slice_metrics__staging")
+    assert "staging_at" in {column["name"] for column in columns}
+    with warehouse.partition_writer(SLICE_METRICS_TABLE, DAY) as writer:
+        writer.write([{"slice": "all", "events": 3}])
+        assert writer.commit() == 1
+    # The old version's leftover had no time: removed as stale.
+    assert staged_count(warehouse, SLICE_METRICS_TABLE) == 0
+
+
+STAGED = {"partition_date": DAY, "staging_seq": 0, "slice": "all", "events": 7}
+
+
 def test_values_are_bound_not_interpolated(warehouse) -> None:
     hostile = "x'); drop table seer_slice_metrics; --"
     with warehouse.partition_writer(SLICE_METRICS_TABLE, DAY) as writer:
@@ -318,3 +420,14 @@ def test_openai_evaluator_gets_its_settings_and_never_shows_the_key(monkeypatch)
     assert evaluator.settings.max_concurrency == 3
     assert evaluator.settings.base_url == "http://127.0.0.1:9/v1"
     assert "sk-test-secret" not in repr(evaluator.settings)
+
+
+@pytest.mark.postgres
+def test_two_runs_of_the_same_day_on_postgres(postgres_url, postgres_schema) -> None:
+    warehouse = WarehouseResource(url=postgres_url, db_schema=postgres_schema)
+    try:
+        test_two_runs_of_the_same_day_never_commit_half_a_partition(warehouse)
+        test_commit_fails_loudly_when_staged_rows_went_missing(warehouse)
+        test_only_stale_staging_rows_of_other_runs_are_removed(warehouse)
+    finally:
+        warehouse.dispose()

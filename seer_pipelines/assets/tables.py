@@ -2,7 +2,8 @@
 
 Every table carries `partition_date`; a partition is replaced as a whole (see
 `WarehouseResource.partition_writer`). Each table has a `__staging` twin where a run
-stages its rows chunk by chunk before the single swap transaction.
+stages its rows chunk by chunk before the single swap transaction; every writer's rows
+carry its own `staging_run` id, so runs of the same day never touch each other's rows.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ SLICE_METRICS_TABLE = "seer_slice_metrics"
 STAGING_SUFFIX = "__staging"
 STAGING_RUN_COLUMN = "staging_run"
 STAGING_SEQUENCE_COLUMN = "staging_seq"
+STAGING_TIME_COLUMN = "staging_at"  # when the writer staged the row (finds stale runs)
 
 # Columns shared by the event-level tables: usage of the model calls made for the event
 # by the materialization that wrote the row (zero when the judgment came from the cache).
@@ -162,6 +164,7 @@ def output_tables(schema: str | None) -> OutputTables:
             metadata,
             sa.Column(STAGING_RUN_COLUMN, sa.String(64), nullable=False, index=True),
             sa.Column(STAGING_SEQUENCE_COLUMN, sa.Integer, nullable=False),
+            sa.Column(STAGING_TIME_COLUMN, sa.DateTime(timezone=True)),
             *(sa.Column(col, _column_type(spec)) for col, spec, _ in columns),
         )
     return OutputTables(metadata, tables, staging)
