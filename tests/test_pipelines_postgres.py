@@ -5,6 +5,7 @@ Skips with a reason when no server is reachable; fails instead under CI=true.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -22,8 +23,13 @@ from test_pipelines import (
     table_counts,
 )
 
-from seer_pipelines.assets.tables import EVENT_METRICS_TABLE
+from seer_pipelines.assets.tables import (
+    EVENT_METRICS_TABLE,
+    PASSAGE_JUDGMENTS_TABLE,
+    SLICE_METRICS_TABLE,
+)
 from seer_pipelines.resources import WarehouseResource
+from seer_testing.synthetic import write_events
 
 pytestmark = pytest.mark.postgres
 
@@ -95,3 +101,45 @@ def test_crash_and_resume_on_postgres(warehouse, postgres_instance) -> None:
     CountingEvaluator.calls.clear()
     assert run_day(warehouse, postgres_instance, LAST_DAY).success
     assert len(CountingEvaluator.calls) == len(keys) - before
+
+
+def test_long_event_ids_and_metadata_values_are_stored_whole(
+    warehouse, postgres_instance, monkeypatch
+) -> None:
+    """Ids and slice values have no length limit (Text, no unique index on them)."""
+    records = seed_warehouse(warehouse, days=1, events_per_day=20)
+    long_tenant = "tenant-" + "x" * 993  # 1,000 characters
+    long_id = "evt-" + "y" * 996
+    longer_id = "evt-" + "z" * 2996  # beyond PostgreSQL's btree entry limit (~2,700 bytes)
+    extra = [
+        dict(
+            records[0],
+            event_id=long_id,
+            metadata=json.dumps({"env": "prod", "tenant": long_tenant}),
+        ),
+        dict(records[1], event_id=longer_id),
+    ]
+    with warehouse.get_engine().begin() as connection:
+        # The user's table: ids as long as they like (the synthetic one has varchar(255)).
+        connection.execute(
+            sa.text("alter table retrieval_events drop constraint retrieval_events_pkey")
+        )
+        connection.execute(sa.text("alter table retrieval_events alter column event_id type text"))
+    write_events(
+        warehouse.get_engine(),
+        extra,
+        schema=warehouse.resolved_schema(),
+        replace_days=False,
+    )
+    monkeypatch.setenv("SEER_SLICE_KEYS", "env,tenant")
+    result = run_day(warehouse, postgres_instance, LAST_DAY)
+    assert result.success
+    metrics = warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)
+    assert {long_id, longer_id} <= set(metrics["event_id"])
+    assert len(metrics) == len(records_of(records + extra, LAST_DAY))
+    passages = warehouse.read_partition_frame(PASSAGE_JUDGMENTS_TABLE, LAST_DAY)
+    assert long_id in set(passages["event_id"])
+    slices = warehouse.read_partition_frame(SLICE_METRICS_TABLE, LAST_DAY)
+    row = slices[slices["slice"] == f"tenant={long_tenant}"]
+    assert len(row) == 1 and row.iloc[0]["slice_value"] == long_tenant
+    assert int(row.iloc[0]["events"]) == 1

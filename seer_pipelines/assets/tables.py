@@ -38,7 +38,7 @@ _USAGE_COLUMNS = (
 
 _JUDGMENT_COLUMNS = (
     ("partition_date", sa.Date, "UTC day of event_ts (the Dagster partition)"),
-    ("event_id", sa.String(255), "event id from the source, or a stable hash of the row"),
+    ("event_id", sa.Text, "event id from the source, or a stable hash of the row"),
     ("event_ts", sa.DateTime(timezone=True), "when the retrieval happened (UTC)"),
     ("status", sa.String(16), "ok, invalid (bad row) or error (evaluator failed)"),
     ("reason", sa.Text, "one-line reason for invalid and error rows"),
@@ -57,7 +57,7 @@ _JUDGMENT_COLUMNS = (
 
 _EVENT_METRIC_COLUMNS = (
     ("partition_date", sa.Date, "UTC day of event_ts (the Dagster partition)"),
-    ("event_id", sa.String(255), "event id from the source, or a stable hash of the row"),
+    ("event_id", sa.Text, "event id from the source, or a stable hash of the row"),
     ("event_ts", sa.DateTime(timezone=True), "when the retrieval happened (UTC)"),
     ("status", sa.String(16), "ok, invalid or error; only ok rows have metrics"),
     ("reason", sa.Text, "one-line reason for invalid and error rows"),
@@ -77,10 +77,10 @@ _EVENT_METRIC_COLUMNS = (
 
 _PASSAGE_COLUMNS = (
     ("partition_date", sa.Date, "UTC day of event_ts (the Dagster partition)"),
-    ("event_id", sa.String(255), "event the passage was retrieved for"),
+    ("event_id", sa.Text, "event the passage was retrieved for"),
     ("position", sa.Integer, "1-based ranked position"),
     ("logged_position", sa.Integer, "1-based position in the context as logged"),
-    ("passage_id", sa.String(255), "passage id (or its logged position when it had none)"),
+    ("passage_id", sa.Text, "passage id (or its logged position when it had none)"),
     ("cited", sa.Boolean, "at least one requirement is supported by this passage"),
     ("supported_requirements", sa.JSON, "ids of the requirements this passage supports"),
 )
@@ -100,7 +100,7 @@ def _slice_column_type(name: str) -> sa.types.TypeEngine:
     if name == "partition_date":
         return sa.Date()
     if name in ("slice", "slice_key", "slice_value"):
-        return sa.String(255)
+        return sa.Text()
     if name.startswith(_SLICE_INTEGER_PREFIXES) or name == "completion_tokens":
         return sa.Integer()
     return sa.Float()
@@ -149,7 +149,6 @@ def output_tables(schema: str | None) -> OutputTables:
     tables: dict[str, sa.Table] = {}
     staging: dict[str, sa.Table] = {}
     for name, columns in TABLE_COLUMNS.items():
-        key = TABLE_KEYS[name]
         tables[name] = sa.Table(
             name,
             metadata,
@@ -157,7 +156,10 @@ def output_tables(schema: str | None) -> OutputTables:
                 sa.Column(col, _column_type(spec), comment=doc or None)
                 for col, spec, doc in columns
             ),
-            sa.UniqueConstraint("partition_date", *key, name=f"uq_{name}_partition_key"),
+            # No unique index on the key: ids and slice values are unbounded text, and a
+            # btree entry is limited (~2,700 bytes on PostgreSQL). `PartitionWriter`
+            # keeps one row per key and checks the count when it swaps a partition in.
+            sa.Index(f"ix_{name}_partition_date", "partition_date"),
         )
         staging[name] = sa.Table(
             name + STAGING_SUFFIX,
