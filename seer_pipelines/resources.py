@@ -8,6 +8,7 @@ Identifiers taken from config are validated; values are always bound parameters.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import uuid
@@ -27,6 +28,7 @@ from pydantic import Field, PrivateAttr
 from seer_metrics.cache import JudgmentStore
 from seer_metrics.evaluators.base import Evaluator
 from seer_metrics.events import InvalidEventError, parse_timestamp
+from seer_metrics.redaction import redact_url
 from seer_pipelines.assets.tables import (
     STAGING_RUN_COLUMN,
     STAGING_SEQUENCE_COLUMN,
@@ -70,14 +72,6 @@ def normalise_url(url: str) -> str:
         if url.startswith(prefix):
             return "postgresql+psycopg2://" + url[len(prefix) :]
     return url
-
-
-def redact_url(url: str) -> str:
-    """The URL with its password hidden, safe for logs and metadata."""
-    try:
-        return sa.engine.make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<unparseable url>"
 
 
 def create_warehouse_engine(url: str, schema: str | None = None) -> sa.Engine:
@@ -690,6 +684,13 @@ class EvaluatorResource(ConfigurableResource):
     max_retries: int | None = Field(
         default=None, description="Retries on transport errors and 429s."
     )
+    # Any: Dagster config has no union of text and mapping; `resolved_prices` validates.
+    prices: Any = Field(
+        default=None,
+        description="Judge prices in USD per 1M tokens, model -> [input, output], as JSON "
+        "text ('{\"my-deployment\": [0.15, 0.6]}') or a mapping; extends the built-in list. "
+        "Default $SEER_LLM_PRICES.",
+    )
 
     def resolved_kind(self) -> str:
         kind = (self.kind or os.environ.get("SEER_EVALUATOR") or "lexical").strip().lower()
@@ -700,6 +701,29 @@ class EvaluatorResource(ConfigurableResource):
     def resolved_model(self) -> str | None:
         return self.model or os.environ.get("SEER_EVALUATOR_MODEL") or None
 
+    def resolved_prices(self) -> dict[str, tuple[float, float]] | None:
+        """The configured price table on top of the built-in one; None when unset, so
+        the judge falls back to $SEER_LLM_PRICES."""
+        from seer_metrics.evaluators.llm import DEFAULT_PRICES, parse_prices
+
+        if self.prices is None:
+            return None
+        if isinstance(self.prices, str):
+            text = self.prices
+        elif isinstance(self.prices, Mapping):
+            text = json.dumps(
+                {
+                    str(model): list(price) if isinstance(price, list | tuple) else price
+                    for model, price in self.prices.items()
+                }
+            )
+        else:
+            raise ValueError(
+                "evaluator setting prices must be JSON text or a mapping of model -> "
+                f"[input, output] USD per 1M tokens, got {type(self.prices).__name__}"
+            )
+        return {**DEFAULT_PRICES, **parse_prices(text, "evaluator setting prices")}
+
     def build(self, store: JudgmentStore | None = None) -> Evaluator:
         """A fresh evaluator; settings left unset fall back to the evaluator's defaults.
 
@@ -708,6 +732,7 @@ class EvaluatorResource(ConfigurableResource):
         from seer_metrics.evaluators import build_evaluator
 
         kind = self.resolved_kind()
+        prices = self.resolved_prices()  # refused early even for the offline judge
         if kind == "lexical":
             return build_evaluator(kind, model=self.resolved_model(), store=store)
         options: dict[str, Any] = {
@@ -718,6 +743,7 @@ class EvaluatorResource(ConfigurableResource):
             "tokens_per_minute": self.tokens_per_minute,
             "timeout_seconds": self.timeout_seconds,
             "max_retries": self.max_retries,
+            "prices": prices,
         }
         return build_evaluator(
             kind,

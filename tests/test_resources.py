@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import parse_timestamp
+from seer_metrics.redaction import redact_url
 from seer_pipelines.assets.tables import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
 from seer_pipelines.resources import (
     EvaluatorResource,
@@ -16,7 +17,6 @@ from seer_pipelines.resources import (
     WarehouseResource,
     default_warehouse_url,
     normalise_url,
-    redact_url,
     validate_identifier,
 )
 from seer_testing.synthetic import generate_events, write_events
@@ -431,3 +431,36 @@ def test_two_runs_of_the_same_day_on_postgres(postgres_url, postgres_schema) -> 
         test_only_stale_staging_rows_of_other_runs_are_removed(warehouse)
     finally:
         warehouse.dispose()
+
+
+def test_one_redact_url_for_the_whole_project() -> None:
+    import seer_metrics.redaction
+    import seer_pipelines.resources
+
+    assert seer_pipelines.resources.redact_url is seer_metrics.redaction.redact_url
+
+
+@pytest.mark.parametrize(
+    "prices",
+    ['{"my-deployment": [1.5, 6]}', {"my-deployment": [1.5, 6]}, {"my-deployment": (1.5, 6.0)}],
+)
+def test_evaluator_prices_from_config_reach_the_judge(monkeypatch, prices) -> None:
+    monkeypatch.setenv("SEER_LLM_PRICES", '{"my-deployment": [9, 9], "other": [1, 1]}')
+    resource = EvaluatorResource(kind="openai", model="my-deployment", api_key="k", prices=prices)
+    settings = resource.build().settings
+    assert settings.price_for("my-deployment") == (1.5, 6.0)
+    assert settings.price_for("gpt-4o-mini") == (0.15, 0.60)  # the built-in list stays
+    assert settings.usage(1_000_000, 1_000_000).cost_usd == pytest.approx(7.5)
+
+
+def test_evaluator_prices_fall_back_to_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("SEER_LLM_PRICES", '{"my-deployment": [2, 4]}')
+    resource = EvaluatorResource(kind="openai", model="my-deployment", api_key="k")
+    assert resource.build().settings.price_for("my-deployment") == (2.0, 4.0)
+
+
+@pytest.mark.parametrize("prices", ["not json", '{"m": [1]}', {"m": "cheap"}, ["m", 1, 2]])
+def test_bad_evaluator_prices_are_refused_with_the_setting_named(prices) -> None:
+    resource = EvaluatorResource(kind="openai", model="m", api_key="k", prices=prices)
+    with pytest.raises(ValueError, match="prices"):
+        resource.build()
