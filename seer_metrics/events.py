@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 
@@ -256,7 +257,8 @@ def parse_timestamp(raw: Any) -> datetime | None:
         value = raw
     elif isinstance(raw, bool):
         raise InvalidEventError("event_ts_invalid", "'event_ts' must be a timestamp, got bool")
-    elif isinstance(raw, int | float):
+    elif isinstance(raw, int | float | Decimal):  # Decimal: epochs from NUMERIC columns
+        raw = raw if isinstance(raw, int) else float(raw)
         if not math.isfinite(raw):
             raise InvalidEventError("event_ts_invalid", f"'event_ts' is {raw!r}")
         try:

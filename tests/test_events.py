@@ -107,6 +107,14 @@ def test_timestamps_are_utc():
     assert naive.event_ts == offset.event_ts == datetime(2026, 11, 29, 10, tzinfo=UTC)
 
 
+def test_epoch_seconds_from_numeric_columns_are_accepted():
+    from decimal import Decimal
+
+    expected = datetime(2026, 11, 29, 10, tzinfo=UTC)
+    for raw in (1795946400, 1795946400.0, Decimal("1795946400.000")):
+        assert RetrievalEvent.from_record(_record(event_ts=raw)).event_ts == expected
+
+
 def test_metadata_as_json_text_and_empty_context_are_valid():
     event = RetrievalEvent.from_record(_record(metadata='{"tenant": "acme"}', context=[]))
     assert event.metadata == {"tenant": "acme"}
