@@ -208,7 +208,7 @@ def _parse_item(entry: Any, position: int) -> ContextItem:
     if rank is not None and rank < 1:
         raise InvalidEventError("rank_invalid", f"{where}: 'rank' must be >= 1, got {rank:g}")
     score = _parse_number(entry.get("score"), "score", where)
-    extra = {key: value for key, value in entry.items() if key not in _ITEM_KEYS}
+    extra = finite_json({key: value for key, value in entry.items() if key not in _ITEM_KEYS})
     return ContextItem(item_id, text, position, rank, score, extra)
 
 
@@ -246,7 +246,19 @@ def _parse_metadata(raw: Any) -> dict[str, Any]:
         raise InvalidEventError(
             "metadata_not_object", f"'metadata' must be an object, got {_type_name(raw)}"
         )
-    return dict(raw)
+    return finite_json(dict(raw))
+
+
+def finite_json(value: Any) -> Any:
+    """`value` with NaN and infinities (which Python's json reads and writes, but JSON and
+    PostgreSQL do not accept) replaced by None, at any depth."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {key: finite_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(item) for item in value]
+    return value
 
 
 def parse_timestamp(raw: Any) -> datetime | None:

@@ -115,6 +115,17 @@ def test_epoch_seconds_from_numeric_columns_are_accepted():
         assert RetrievalEvent.from_record(_record(event_ts=raw)).event_ts == expected
 
 
+def test_non_finite_numbers_in_metadata_and_extras_become_null():
+    event = RetrievalEvent.from_record(
+        _record(
+            metadata='{"env": "prod", "latency_ms": NaN, "nested": {"x": [Infinity, 1]}}',
+            context=[{"text": "a", "debug": {"sim": math.nan}}],
+        )
+    )
+    assert event.metadata == {"env": "prod", "latency_ms": None, "nested": {"x": [None, 1]}}
+    assert event.context[0].extra == {"debug": {"sim": None}}
+
+
 def test_metadata_as_json_text_and_empty_context_are_valid():
     event = RetrievalEvent.from_record(_record(metadata='{"tenant": "acme"}', context=[]))
     assert event.metadata == {"tenant": "acme"}
