@@ -262,7 +262,9 @@ class PartitionWriter:
     never see half a partition: `commit()` deletes the partition's rows and inserts the
     staged ones (first row per natural key) in a single transaction. Each writer's rows
     carry its own id, so two runs of the same day never delete or commit each other's
-    rows; `commit()` refuses to swap when any of its staged rows are missing.
+    rows; `commit()` refuses to swap when any of its staged rows are missing. Swaps of
+    the same partition are serialised (PostgreSQL: a transaction-scoped advisory lock;
+    SQLite: its single writer), so the last to commit owns the partition.
     """
 
     def __init__(self, engine: sa.Engine, tables: OutputTables, name: str, day: date) -> None:
@@ -340,6 +342,14 @@ class PartitionWriter:
         )
         where = f"{self._name} partition {self._day}"
         with self._engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                # Under READ COMMITTED two swaps of the same day do not see each other's
+                # uncommitted rows, so both could commit; this lock (released at commit)
+                # makes the second wait, then replace the first's rows.
+                connection.execute(
+                    sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                    {"key": f"seer:{self._table.fullname}:{self._day.isoformat()}"},
+                )
             found = connection.execute(
                 sa.select(sa.func.count()).select_from(staging).where(mine)
             ).scalar_one()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -10,7 +12,7 @@ import sqlalchemy as sa
 from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import parse_timestamp
 from seer_metrics.redaction import redact_url
-from seer_pipelines.assets.tables import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
+from seer_pipelines.assets.tables import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE, output_tables
 from seer_pipelines.resources import (
     EvaluatorResource,
     WarehouseConfigError,
@@ -464,3 +466,57 @@ def test_bad_evaluator_prices_are_refused_with_the_setting_named(prices) -> None
     resource = EvaluatorResource(kind="openai", model="m", api_key="k", prices=prices)
     with pytest.raises(ValueError, match="prices"):
         resource.build()
+
+
+@pytest.mark.postgres
+def test_concurrent_commits_of_the_same_day_on_postgres_replace_not_add(
+    postgres_url, postgres_schema
+) -> None:
+    """Under READ COMMITTED neither swap sees the other's uncommitted rows; a per-day lock
+    makes the second wait, then replace the first's rows instead of adding to them."""
+    first = WarehouseResource(url=postgres_url, db_schema=postgres_schema)
+    second = WarehouseResource(url=postgres_url, db_schema=postgres_schema)
+    table_name = output_tables(postgres_schema)[SLICE_METRICS_TABLE].name
+    first_is_swapping = threading.Event()
+
+    @sa.event.listens_for(first.get_engine(), "after_cursor_execute")
+    def hold_the_swap(_connection, _cursor, statement, *_args) -> None:
+        # The first run pauses inside its swap, after deleting the partition.
+        if statement.lstrip().upper().startswith("DELETE") and table_name in statement:
+            if "__staging" not in statement and not first_is_swapping.is_set():
+                first_is_swapping.set()
+                time.sleep(0.5)
+
+    rows = {"first": 40, "second": 40}
+    results: dict[str, object] = {}
+    barrier = threading.Barrier(2)
+
+    def run(name: str, warehouse: WarehouseResource) -> None:
+        try:
+            with warehouse.partition_writer(SLICE_METRICS_TABLE, DAY) as writer:
+                writer.write([{"slice": f"{name}-{i}", "events": i} for i in range(rows[name])])
+                barrier.wait(timeout=10)
+                if name == "second":
+                    assert first_is_swapping.wait(timeout=10)
+                results[name] = writer.commit()
+        except Exception as error:  # reported by the assertion below
+            results[name] = error
+
+    try:
+        first.ensure_output_tables()
+        threads = [
+            threading.Thread(target=run, args=("first", first)),
+            threading.Thread(target=run, args=("second", second)),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert results == {"first": 40, "second": 40}
+        frame = first.read_partition_frame(SLICE_METRICS_TABLE, DAY)
+        assert len(frame) == 40
+        # The run that committed last (it waited for the first) owns the partition.
+        assert all(name.startswith("second-") for name in frame["slice"])
+    finally:
+        first.dispose()
+        second.dispose()
