@@ -482,10 +482,14 @@ def test_concurrent_commits_of_the_same_day_on_postgres_replace_not_add(
     @sa.event.listens_for(first.get_engine(), "after_cursor_execute")
     def hold_the_swap(_connection, _cursor, statement, *_args) -> None:
         # The first run pauses inside its swap, after deleting the partition.
-        if statement.lstrip().upper().startswith("DELETE") and table_name in statement:
-            if "__staging" not in statement and not first_is_swapping.is_set():
-                first_is_swapping.set()
-                time.sleep(0.5)
+        deletes_partition = (
+            statement.lstrip().upper().startswith("DELETE")
+            and table_name in statement
+            and "__staging" not in statement
+        )
+        if deletes_partition and not first_is_swapping.is_set():
+            first_is_swapping.set()
+            time.sleep(0.5)
 
     rows = {"first": 40, "second": 40}
     results: dict[str, object] = {}
