@@ -154,7 +154,8 @@ def day_query(table: sa.Table, column: str, day: date, dialect: sa.Dialect) -> D
 
     * A timestamp (or date) column outside SQLite is compared with the UTC bounds in SQL;
       that is exact (PostgreSQL sessions run in UTC, `timestamp` columns hold UTC).
-    * A numeric column outside SQLite holds epoch seconds: compared with the bounds' epochs.
+    * A numeric column (integer, numeric, real, double precision) outside SQLite holds
+      epoch seconds: compared with the bounds' epochs.
     * Anything else (text columns, and every SQLite column, since SQLite compares stored
       timestamps as text) reads a superset: the day's text, plus the days before and after
       when the time carries an offset that can move it into the day ('-' before, '+'
@@ -167,7 +168,8 @@ def day_query(table: sa.Table, column: str, day: date, dialect: sa.Dialect) -> D
     sqlite = dialect.name == "sqlite"
     if not sqlite and isinstance(ts.type, sa.DateTime | sa.Date):
         return DayQuery(sa.and_(ts >= start, ts < end), (ts,), ts, None)
-    if not sqlite and isinstance(ts.type, sa.Numeric | sa.Integer):
+    # Float is not a Numeric in SQLAlchemy 2.1 (double precision and real are Floats).
+    if not sqlite and isinstance(ts.type, sa.Float | sa.Numeric | sa.Integer):
         where = sa.and_(ts >= start.timestamp(), ts < end.timestamp())
         return DayQuery(where, (ts,), ts, None)
     raw = sa.type_coerce(ts, sa.String())

@@ -524,3 +524,68 @@ def test_concurrent_commits_of_the_same_day_on_postgres_replace_not_add(
     finally:
         first.dispose()
         second.dispose()
+
+
+# Epoch seconds -> the UTC day they fall on (1795910400 is 2026-11-29T00:00:00Z).
+EPOCH_TIMESTAMPS = {
+    "epoch-start": (1795910400, DAY),
+    "epoch-before": (1795910399.5, DAY - timedelta(days=1)),
+    "epoch-last": (1795996799.75, DAY),
+    "epoch-next": (1795996800, DAY + timedelta(days=1)),
+    "epoch-noon": (1795953600.25, DAY),
+}
+
+
+def check_days_of_epoch_timestamps(
+    warehouse: WarehouseResource, column_type: sa.types.TypeEngine
+) -> None:
+    table = sa.Table(
+        "retrieval_events",
+        sa.MetaData(schema=warehouse.resolved_schema()),
+        sa.Column("event_id", sa.Text),
+        sa.Column("event_ts", column_type),
+        sa.Column("task", sa.Text),
+        sa.Column("context", sa.Text),
+        sa.Column("metadata", sa.Text),
+    )
+    table.metadata.create_all(warehouse.get_engine())
+    whole = isinstance(column_type, sa.Integer)
+    epochs = {
+        event_id: (epoch, at)
+        for event_id, (epoch, at) in EPOCH_TIMESTAMPS.items()
+        if not whole or isinstance(epoch, int)
+    }
+    with warehouse.get_engine().begin() as connection:
+        connection.execute(
+            table.insert(),
+            [
+                {"event_id": event_id, "event_ts": epoch, "task": "q", "context": '["a"]'}
+                for event_id, (epoch, _day) in epochs.items()
+            ],
+        )
+    for day in (DAY - timedelta(days=1), DAY, DAY + timedelta(days=1)):
+        rows = [row for chunk in warehouse.iter_event_chunks(day) for row in chunk]
+        expected = {event_id for event_id, (_epoch, at) in epochs.items() if at == day}
+        assert sorted(row["event_id"] for row in rows) == sorted(expected), day
+        assert warehouse.count_events(day) == len(expected)
+        for row in rows:  # the value read (int, float or Decimal) parses to that day
+            assert parse_timestamp(row["event_ts"]).date() == day
+
+
+@pytest.mark.parametrize("column_type", [sa.Numeric(), sa.Float(), sa.Integer()])
+def test_sqlite_epoch_columns_land_on_their_utc_day(warehouse, column_type) -> None:
+    check_days_of_epoch_timestamps(warehouse, column_type)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "column_type", [sa.Double(), sa.Float(), sa.Numeric(), sa.Numeric(14, 3), sa.BigInteger()]
+)
+def test_postgres_epoch_columns_land_on_their_utc_day(
+    postgres_url, postgres_schema, column_type
+) -> None:
+    warehouse = WarehouseResource(url=postgres_url, db_schema=postgres_schema, chunk_size=2)
+    try:
+        check_days_of_epoch_timestamps(warehouse, column_type)
+    finally:
+        warehouse.dispose()
