@@ -27,7 +27,7 @@ from pydantic import Field, PrivateAttr
 
 from seer_metrics.cache import JudgmentStore
 from seer_metrics.evaluators.base import Evaluator
-from seer_metrics.events import InvalidEventError, parse_timestamp
+from seer_metrics.events import InvalidEventError, finite_json, parse_timestamp
 from seer_metrics.redaction import redact_url
 from seer_pipelines.assets.tables import (
     STAGING_RUN_COLUMN,
@@ -220,16 +220,20 @@ _PLAIN_TYPES = (str, int, bool, dict, list, date, datetime)
 
 def plain_value(value: Any) -> Any:
     """`value` as the database should get it: pandas' missing-value markers (NaN, NaT,
-    pd.NA) become None (NULL), pandas and numpy scalars become plain Python values.
+    pd.NA) become None (NULL), pandas and numpy scalars become plain Python values, and
+    NaN or infinities inside dicts and lists (JSON columns) become None at any depth.
 
     Pandas turns None into NaN in text columns and into NaT in timestamp columns; written
-    as is, NaN becomes the text 'NaN' (PostgreSQL) and NaT breaks the insert.
+    as is, NaN becomes the text 'NaN' (PostgreSQL) and NaT breaks the insert; PostgreSQL
+    refuses NaN inside JSON.
     """
     if value is None:
         return None
     kind = type(value)
     if kind is float:
         return None if value != value else value
+    if kind is dict or kind is list:
+        return finite_json(value)
     if value is pd.NaT:
         return None
     if isinstance(value, pd.Timestamp):

@@ -17,14 +17,17 @@ from test_pipelines import (
     CountingEvaluator,
     check_partition,
     distinct_judgment_keys,
+    inception_row,
     records_of,
     run_day,
     seed_warehouse,
     table_counts,
+    text_events_table,
 )
 
 from seer_pipelines.assets.tables import (
     EVENT_METRICS_TABLE,
+    JUDGMENTS_TABLE,
     PASSAGE_JUDGMENTS_TABLE,
     SLICE_METRICS_TABLE,
 )
@@ -143,3 +146,33 @@ def test_long_event_ids_and_metadata_values_are_stored_whole(
     row = slices[slices["slice"] == f"tenant={long_tenant}"]
     assert len(row) == 1 and row.iloc[0]["slice_value"] == long_tenant
     assert int(row.iloc[0]["events"]) == 1
+
+
+def test_nan_inside_source_metadata_does_not_fail_the_day(warehouse, postgres_instance) -> None:
+    """Python's json reads NaN, PostgreSQL's json refuses it: it is stored as null, for
+    valid and invalid rows alike."""
+    table = text_events_table(warehouse)
+    nan_metadata = '{"env": "prod", "latency_ms": NaN, "nested": {"score": [1.5, Infinity]}}'
+    valid = dict(inception_row("nan-valid", "2026-11-29T10:00:00Z"), metadata=nan_metadata)
+    invalid = dict(
+        inception_row("nan-invalid", "2026-11-29T11:00:00Z"), task=" ", metadata=nan_metadata
+    )
+    with warehouse.get_engine().begin() as connection:
+        connection.execute(table.insert(), [valid, invalid])
+    result = run_day(warehouse, postgres_instance, LAST_DAY, raise_on_error=False)
+    assert result.success
+    stored = {
+        row["event_id"]: row
+        for chunk in warehouse.read_partition_records(JUDGMENTS_TABLE, LAST_DAY)
+        for row in chunk
+    }
+    assert stored["nan-valid"]["status"] == "ok"
+    assert stored["nan-invalid"]["status"] == "invalid"
+    for row in stored.values():
+        assert row["metadata"] == {
+            "env": "prod",
+            "latency_ms": None,
+            "nested": {"score": [1.5, None]},
+        }
+    slices = warehouse.read_partition_frame(SLICE_METRICS_TABLE, LAST_DAY)
+    assert int(slices[slices["slice"] == "env=prod"].iloc[0]["events"]) == 2

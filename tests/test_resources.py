@@ -19,6 +19,7 @@ from seer_pipelines.resources import (
     WarehouseResource,
     default_warehouse_url,
     normalise_url,
+    plain_value,
     validate_identifier,
 )
 from seer_testing.synthetic import generate_events, write_events
@@ -589,3 +590,10 @@ def test_postgres_epoch_columns_land_on_their_utc_day(
         check_days_of_epoch_timestamps(warehouse, column_type)
     finally:
         warehouse.dispose()
+
+
+def test_plain_value_clears_non_finite_numbers_inside_json_values() -> None:
+    value = {"a": float("nan"), "b": [1.0, float("inf"), {"c": float("-inf")}], "d": "x"}
+    assert plain_value(value) == {"a": None, "b": [1.0, None, {"c": None}], "d": "x"}
+    assert plain_value([float("nan")]) == [None]
+    assert plain_value(float("nan")) is None

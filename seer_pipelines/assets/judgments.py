@@ -28,6 +28,7 @@ from seer_metrics.events import (
     InvalidEventError,
     RetrievalEvent,
     derive_event_id,
+    finite_json,
     parse_timestamp,
 )
 from seer_pipelines.assets.events import GROUP_NAME, retrieval_events
@@ -103,7 +104,8 @@ def _fallback_metadata(raw: Any) -> dict[str, Any]:
             raw = json.loads(raw)
         except json.JSONDecodeError:
             return {}
-    return dict(raw) if isinstance(raw, Mapping) else {}
+    # NaN and infinities (Python's json reads them) are refused by JSON columns.
+    return finite_json(dict(raw)) if isinstance(raw, Mapping) else {}
 
 
 def _fallback_timestamp(raw: Any) -> Any:
