@@ -134,6 +134,44 @@ def belongs_to_day(raw_event_ts: Any, day: date) -> bool:
     return start <= parsed < end
 
 
+# Text timestamps that start with a date; any other text (compact ISO, leading spaces,
+# epoch seconds as text) is read by every day and placed once parsed.
+_DATE_PREFIX_GLOB = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*"
+_DATE_PREFIX_REGEX = "^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_EPOCH_TEXT = re.compile(r"^\s*[+-]?[0-9]+(\.[0-9]*)?\s*$")
+
+
+def epoch_text_value(raw: Any) -> Any:
+    """Epoch seconds written as text (`'1795953600'`, `' 1795910399.5 '`) as a number,
+    so they parse as epochs; any other value unchanged."""
+    if isinstance(raw, str) and _EPOCH_TEXT.match(raw):
+        text = raw.strip()
+        return float(text) if "." in text else int(text)
+    return raw
+
+
+def not_date_prefixed(ts: sa.ColumnElement[Any], dialect: sa.Dialect) -> sa.ColumnElement[bool]:
+    """Text values of `ts` that do not start with `YYYY-MM-DD` (SQLite: only values
+    stored as text; numbers stored as numbers are matched as epochs)."""
+    raw = sa.type_coerce(ts, sa.String())
+    if dialect.name == "sqlite":
+        shaped = raw.op("GLOB", is_comparison=True)(_DATE_PREFIX_GLOB)
+        return sa.and_(sa.func.typeof(ts) == "text", sa.not_(shaped))
+    return sa.not_(raw.regexp_match(_DATE_PREFIX_REGEX))
+
+
+def is_unplaced(raw_event_ts: Any) -> bool:
+    """Whether an event_ts is on no day at all: it does not parse and its text does not
+    start with a date (NULL is not counted: it is no timestamp)."""
+    if raw_event_ts is None:
+        return False
+    try:
+        parse_timestamp(epoch_text_value(raw_event_ts))
+    except InvalidEventError:
+        return re.match(r"^\d{4}-\d{2}-\d{2}", str(raw_event_ts).strip()) is None
+    return False
+
+
 @dataclass(frozen=True)
 class DayQuery:
     """How one day's rows are picked from the events table.
@@ -177,10 +215,12 @@ def day_query(table: sa.Table, column: str, day: date, dialect: sa.Dialect) -> D
         (day + timedelta(days=offset)).isoformat() for offset in (-1, 0, 1, 2)
     )
     time_part = sa.func.substr(raw, 12)
+    other_shape = not_date_prefixed(ts, dialect)
     where = sa.or_(
         sa.and_(raw >= today, raw < after),
         sa.and_(raw >= before, raw < today, time_part.like("%-%")),
         sa.and_(raw >= after, raw < later, time_part.like("%+%")),
+        other_shape,
     )
     if not sqlite:
         return DayQuery(where, (raw,), raw, None)
@@ -644,6 +684,7 @@ class WarehouseResource(ConfigurableResource):
                 chunk = []
                 for row in rows:
                     record = dict(row._mapping)
+                    record["event_ts"] = epoch_text_value(record["event_ts"])
                     if not belongs_to_day(record["event_ts"], day):
                         continue
                     if plan.convert is not None:
@@ -651,6 +692,25 @@ class WarehouseResource(ConfigurableResource):
                     chunk.append(record)
                 if chunk:
                     yield chunk
+
+    def count_unplaced_events(self) -> int:
+        """Source rows on no day: their event_ts text neither parses nor starts with a
+        date (`yesterday`). Only rows not starting with a date are read, the rows every
+        day's read scans anyway; 0 for timestamp and numeric columns outside SQLite."""
+        table = self.events_table_object()
+        ts = table.c[self.source_columns()["event_ts"]]
+        engine = self.get_engine()
+        if engine.dialect.name != "sqlite" and isinstance(
+            ts.type, sa.DateTime | sa.Date | sa.Float | sa.Numeric | sa.Integer
+        ):
+            return 0
+        raw = sa.type_coerce(ts, sa.String())
+        query = sa.select(raw).where(not_date_prefixed(ts, engine.dialect))
+        with engine.connect() as connection:
+            result = connection.execution_options(
+                stream_results=True, yield_per=self.chunk_size
+            ).execute(query)
+            return sum(is_unplaced(value) for value in result.scalars())
 
     def iter_event_chunks(self, day: date) -> Iterator[list[dict[str, Any]]]:
         """The day's source rows in chunks of at most `chunk_size`.

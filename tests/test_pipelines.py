@@ -477,6 +477,29 @@ def test_events_are_judged_on_the_utc_day_of_their_text_timestamp(warehouse) -> 
         }
 
 
+def test_timestamps_not_starting_with_a_date_are_judged_or_counted(warehouse) -> None:
+    table = text_events_table(warehouse)
+    rows = {
+        "compact": "20261129T120000Z",
+        "leading-space": " 2026-11-29T13:00:00Z",
+        "epoch-text": "1795953600",  # 2026-11-29T12:00:00Z
+        "compact-next-day": "20261129T220000-0300",  # 2026-11-30T01:00:00Z
+        "no-date": "yesterday",
+    }
+    with warehouse.get_engine().begin() as connection:
+        connection.execute(table.insert(), [inception_row(k, v) for k, v in rows.items()])
+    with instance_for_test() as instance:
+        result = run_day(warehouse, instance, LAST_DAY)
+    metrics = warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)
+    assert sorted(metrics["event_id"]) == ["compact", "epoch-text", "leading-space"]
+    assert (metrics["status"] == "ok").all()
+    assert {ts.replace(tzinfo=None) for ts in metrics["event_ts"]} == {
+        datetime(2026, 11, 29, 12),
+        datetime(2026, 11, 29, 13),
+    }
+    assert metadata_of(result, "event_judgments")["unplaced_event_ts"].value == 1
+
+
 def test_event_judgments_never_store_an_event_of_another_day(warehouse) -> None:
     """Whatever the read hands over, an event whose UTC time is off the day is left out."""
 

@@ -18,6 +18,7 @@ from seer_pipelines.resources import (
     WarehouseConfigError,
     WarehouseResource,
     default_warehouse_url,
+    epoch_text_value,
     normalise_url,
     plain_value,
     validate_identifier,
@@ -120,6 +121,15 @@ TEXT_TIMESTAMPS = {
     "next-midnight-utc-offset": ("2026-11-30T00:00:00+00:00", DAY + timedelta(days=1)),
     "last-microsecond": ("2026-11-29 23:59:59.999999", DAY),
     "unparseable": ("2026-11-29 junk", DAY),  # read by its day, stored as invalid
+    # Not starting with YYYY-MM-DD: found all the same, placed by their parsed time.
+    "compact-utc": ("20261129T120000Z", DAY),
+    "compact-offset-after": ("20261129T220000-0300", DAY + timedelta(days=1)),
+    "leading-space": (" 2026-11-29T12:00:00Z", DAY),
+    "leading-spaces-offset-after": ("  2026-11-29T23:30:00-05:00", DAY + timedelta(days=1)),
+    "week-date": ("2026-W48-7T12:00Z", DAY),
+    "epoch-text": ("1795953600", DAY),
+    "epoch-text-fraction-before": (" 1795910399.5 ", DAY - timedelta(days=1)),
+    "no-date": ("yesterday", None),  # on no day: counted by count_unplaced_events
 }
 
 
@@ -150,6 +160,7 @@ def write_text_timestamps(warehouse: WarehouseResource, column_type: sa.types.Ty
 
 
 def check_days_of_text_timestamps(warehouse: WarehouseResource) -> None:
+    assert warehouse.count_unplaced_events() == 1  # "yesterday"
     for day in (DAY - timedelta(days=1), DAY, DAY + timedelta(days=1)):
         ids = [row["event_id"] for chunk in warehouse.iter_event_chunks(day) for row in chunk]
         expected = {event_id for event_id, (_text, at) in TEXT_TIMESTAMPS.items() if at == day}
@@ -183,7 +194,7 @@ def test_postgres_timestamptz_with_offsets_land_on_their_utc_day(
     postgres_url, postgres_schema
 ) -> None:
     warehouse = WarehouseResource(url=postgres_url, db_schema=postgres_schema, chunk_size=3)
-    parsable = {k: v for k, v in TEXT_TIMESTAMPS.items() if k != "unparseable"}
+    parsable = {k: v for k, v in TEXT_TIMESTAMPS.items() if k not in ("unparseable", "no-date")}
     table = sa.Table(
         "retrieval_events",
         sa.MetaData(schema=postgres_schema),
@@ -201,7 +212,12 @@ def test_postgres_timestamptz_with_offsets_land_on_their_utc_day(
             connection.execute(
                 table.insert(),
                 [
-                    {"event_id": k, "event_ts": parse_timestamp(text), "task": "q", "context": "[]"}
+                    {
+                        "event_id": k,
+                        "event_ts": parse_timestamp(epoch_text_value(text)),
+                        "task": "q",
+                        "context": "[]",
+                    }
                     for k, (text, _day) in parsable.items()
                 ],
             )

@@ -278,9 +278,16 @@ def event_judgments(
         )
 
     summary = judge_partition(warehouse, judge, day, progress)
+    unplaced = warehouse.count_unplaced_events()
+    if unplaced:
+        context.log.warning(
+            f"{unplaced} source rows have an event_ts that neither parses nor starts with "
+            "a date: they are on no day and never judged (see unplaced_event_ts)"
+        )
     return MaterializeResult(
         metadata={
             **summary.metadata(),
+            "unplaced_event_ts": unplaced,
             "evaluator": judge.name,
             "model": judge.model,
             "prompt_version": judge.prompt_version,
