@@ -133,7 +133,8 @@ TEXT_TIMESTAMPS = {
 }
 
 
-def write_text_timestamps(warehouse: WarehouseResource, column_type: sa.types.TypeEngine) -> None:
+def create_events_table(warehouse: WarehouseResource, column_type: sa.types.TypeEngine) -> sa.Table:
+    """An events table whose `event_ts` column has the given type."""
     table = sa.Table(
         "retrieval_events",
         sa.MetaData(schema=warehouse.resolved_schema()),
@@ -144,6 +145,11 @@ def write_text_timestamps(warehouse: WarehouseResource, column_type: sa.types.Ty
         sa.Column("metadata", sa.Text),
     )
     table.metadata.create_all(warehouse.get_engine())
+    return table
+
+
+def write_text_timestamps(warehouse: WarehouseResource, column_type: sa.types.TypeEngine) -> None:
+    table = create_events_table(warehouse, column_type)
     rows = [
         {"event_id": event_id, "event_ts": text, "task": "q", "context": '["a"]', "metadata": "{}"}
         for event_id, (text, _day) in TEXT_TIMESTAMPS.items()
@@ -556,16 +562,7 @@ EPOCH_TIMESTAMPS = {
 def check_days_of_epoch_timestamps(
     warehouse: WarehouseResource, column_type: sa.types.TypeEngine
 ) -> None:
-    table = sa.Table(
-        "retrieval_events",
-        sa.MetaData(schema=warehouse.resolved_schema()),
-        sa.Column("event_id", sa.Text),
-        sa.Column("event_ts", column_type),
-        sa.Column("task", sa.Text),
-        sa.Column("context", sa.Text),
-        sa.Column("metadata", sa.Text),
-    )
-    table.metadata.create_all(warehouse.get_engine())
+    table = create_events_table(warehouse, column_type)
     whole = isinstance(column_type, sa.Integer)
     epochs = {
         event_id: (epoch, at)
