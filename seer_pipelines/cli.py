@@ -7,6 +7,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from seer_pipelines.commands import UsageError
+
 # command name -> module with `add_arguments(parser)` and `run(args) -> int`
 COMMANDS = {
     "evaluate": ("seer_pipelines.commands.evaluate", "score a JSONL file of retrieval events"),
@@ -43,6 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(arguments).parse_args(arguments)
     try:
         return int(args.run(args) or 0)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

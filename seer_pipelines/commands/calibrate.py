@@ -22,8 +22,8 @@ from seer_metrics.agreement import (
     measure_agreement,
     write_events_jsonl,
 )
+from seer_pipelines.commands import UsageError
 from seer_pipelines.commands.evaluate import (
-    UsageError,
     add_evaluator_arguments,
     build_command_evaluator,
     check_input_file,
@@ -53,14 +53,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-
-
-def _run(args: argparse.Namespace) -> int:
     path = check_input_file(args.labeled, "LABELED.jsonl")
     if args.context_size < 1:
         raise UsageError(f"--context-size must be at least 1, got {args.context_size}")

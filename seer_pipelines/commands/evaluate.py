@@ -29,14 +29,11 @@ from seer_metrics.jsonl import numbered_lines, open_binary
 from seer_metrics.redaction import redact_url
 from seer_metrics.scoring import score_event
 from seer_metrics.totals import ScoreTotals
+from seer_pipelines.commands import UsageError
 
 DEFAULT_BATCH_SIZE = 256
 PROGRESS_MIN_LINES = 500  # shorter files finish before a bar would tell anything
 PROBLEMS_SHOWN = 20
-
-
-class UsageError(Exception):
-    """Unusable input or option: printed as `error: ...`, exit code 2."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -277,14 +274,6 @@ def _count_lines(path: Path) -> int:
     return sum(1 for _ in numbered_lines(path))
 
 
-def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-
-
 def check_input_file(path_text: str, what: str) -> Path:
     path = Path(path_text)
     if not path.is_file():
@@ -297,7 +286,7 @@ def check_input_file(path_text: str, what: str) -> Path:
     return path
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     path = check_input_file(args.events, "EVENTS.jsonl")
     if args.batch_size < 1:
         raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
