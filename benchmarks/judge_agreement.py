@@ -21,7 +21,6 @@ import sys
 import time
 from pathlib import Path
 
-import seer_testing
 from seer_metrics.agreement import (
     DEFAULT_CONTEXT_SIZE,
     format_report,
@@ -29,8 +28,9 @@ from seer_metrics.agreement import (
     measure_agreement,
 )
 from seer_metrics.evaluators import build_evaluator
+from seer_pipelines.demo_data import DATA_DIR
 
-BUNDLED = sorted((Path(seer_testing.__file__).parent / "data").glob("*.jsonl"))
+BUNDLED = sorted(DATA_DIR.glob("*.jsonl"))
 
 
 def main(argv: list[str] | None = None) -> int:

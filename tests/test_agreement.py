@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-import seer_testing
 from seer_metrics import Judgment, RetrievalEvent
 from seer_metrics.agreement import (
     AgreementReport,
@@ -25,8 +24,9 @@ from seer_metrics.agreement import (
 )
 from seer_metrics.evaluators.base import EvaluationOutcome
 from seer_metrics.evaluators.lexical import LexicalEvaluator
+from seer_pipelines.demo_data import DATA_DIR
 
-DATA = Path(seer_testing.__file__).parent / "data"
+DATA = DATA_DIR
 HOTPOT = DATA / "hotpotqa_train_distractor_hipporag100.jsonl"
 MUSIQUE = DATA / "musique_ans_train_hipporag100.jsonl"
 

@@ -204,7 +204,7 @@ def test_demo_regression_raises_exactly_the_expected_alert(tmp_path, monkeypatch
     per regressed day naming retrieval-v2 / prod (and the aggregate), nothing elsewhere."""
     from seer_pipelines.commands.seed import seed_warehouse
     from seer_pipelines.definitions import defs
-    from seer_testing.synthetic import default_end_day
+    from seer_pipelines.demo_data.synthetic import default_end_day
 
     url = f"sqlite:///{tmp_path / 'warehouse.sqlite'}"
     end_day = default_end_day()

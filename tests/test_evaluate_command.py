@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import seer_testing
 from seer_metrics.agreement import load_examples, write_events_jsonl
 from seer_pipelines.cli import main
+from seer_pipelines.demo_data import DATA_DIR
 
-DATA = Path(seer_testing.__file__).parent / "data"
+DATA = DATA_DIR
 HOTPOT = DATA / "hotpotqa_train_distractor_hipporag100.jsonl"
 
 GOOD = {

@@ -40,8 +40,8 @@ from seer_pipelines.assets.tables import (
     SLICE_METRICS_TABLE,
 )
 from seer_pipelines.definitions import seer_daily_job
+from seer_pipelines.demo_data.synthetic import generate_events, write_events
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
-from seer_testing.synthetic import generate_events, write_events
 
 ASSETS = [retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics_asset]
 OUTPUT_TABLES = (JUDGMENTS_TABLE, EVENT_METRICS_TABLE, PASSAGE_JUDGMENTS_TABLE, SLICE_METRICS_TABLE)

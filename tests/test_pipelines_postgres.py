@@ -31,8 +31,8 @@ from seer_pipelines.assets.tables import (
     PASSAGE_JUDGMENTS_TABLE,
     SLICE_METRICS_TABLE,
 )
+from seer_pipelines.demo_data.synthetic import write_events
 from seer_pipelines.resources import WarehouseResource
-from seer_testing.synthetic import write_events
 
 pytestmark = pytest.mark.postgres
 

@@ -13,6 +13,7 @@ from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import parse_timestamp
 from seer_metrics.redaction import redact_url
 from seer_pipelines.assets.tables import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE, output_tables
+from seer_pipelines.demo_data.synthetic import generate_events, write_events
 from seer_pipelines.resources import (
     EvaluatorResource,
     WarehouseConfigError,
@@ -23,7 +24,6 @@ from seer_pipelines.resources import (
     plain_value,
     validate_identifier,
 )
-from seer_testing.synthetic import generate_events, write_events
 
 DAY = date(2026, 11, 29)
 

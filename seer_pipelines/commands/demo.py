@@ -160,8 +160,8 @@ def run(args: argparse.Namespace) -> int:
     from dagster import DagsterInstance
 
     from seer_pipelines.commands.seed import seed_warehouse
+    from seer_pipelines.demo_data.synthetic import default_end_day
     from seer_pipelines.partitions import daily_partitions
-    from seer_testing.synthetic import default_end_day
 
     end_day = default_end_day()
     days = [end_day - timedelta(days=offset) for offset in range(args.days - 1, -1, -1)]

@@ -10,8 +10,13 @@ from typing import Any
 
 from tqdm import tqdm
 
+from seer_pipelines.demo_data.synthetic import (
+    Regression,
+    default_end_day,
+    generate_events,
+    write_events,
+)
 from seer_pipelines.resources import WarehouseConfigError, WarehouseResource
-from seer_testing.synthetic import Regression, default_end_day, generate_events, write_events
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
