@@ -1,14 +1,21 @@
-"""Per-(day, slice) aggregates (SPEC section 4).
+"""Per-(day, slice) aggregates.
 
-A slice is `all`, or one value of one metadata key. Means, shares and quantiles are taken
-over defined values only (NULL metrics are left out), and the counts and standard
-deviations behind each mean are kept so that rules can judge drops against noise.
+A slice is `all`, one value of one metadata key (`env=prod`), or one value of each of two
+keys (`env=prod,feature_flag=retrieval-v2`): a regression often lives where two keys meet,
+and on either key alone it is diluted by the unaffected traffic. Pair slices are bounded
+so they cannot flood the table or the rules: a pair of values needs at least
+`pair_minimum_events` events that day, and only the `max_pair_slices` largest are kept.
+
+Means, shares and quantiles are taken over defined values only (NULL metrics are left
+out), and the counts and standard deviations behind each mean are kept so that rules can
+judge drops against noise.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,7 +24,11 @@ import pandas as pd
 METRICS = ("recall", "precision", "f1", "ndcg")
 DEFAULT_SLICE_KEYS = ("env", "feature_flag")
 DEFAULT_BLOAT_LINE = 0.35
+DEFAULT_PAIR_MINIMUM_EVENTS = 100
+DEFAULT_MAX_PAIR_SLICES = 50
 ALL_SLICE = "all"
+# Joins the keys and the values of a pair slice: `env,feature_flag` / `prod,retrieval-v2`.
+PAIR_SEPARATOR = ","
 
 SLICE_COLUMNS = (
     "partition_date",
@@ -44,6 +55,11 @@ SLICE_COLUMNS = (
 
 def slice_label(key: str, value: str) -> str:
     return ALL_SLICE if key == ALL_SLICE else f"{key}={value}"
+
+
+def pair_label(first: tuple[str, str], second: tuple[str, str]) -> str:
+    """The label of a pair slice: `env=prod,feature_flag=retrieval-v2`."""
+    return f"{slice_label(*first)}{PAIR_SEPARATOR}{slice_label(*second)}"
 
 
 def metadata_value(metadata: Any, key: str) -> str | None:
@@ -112,13 +128,103 @@ def _aggregate(
     return row
 
 
+@dataclass(frozen=True)
+class PairSliceBounds:
+    """How many pair slices a day may have: each needs `minimum_events` events that day,
+    and only the `max_slices` largest are kept (0 turns pair slices off)."""
+
+    minimum_events: int = DEFAULT_PAIR_MINIMUM_EVENTS
+    max_slices: int = DEFAULT_MAX_PAIR_SLICES
+
+    def __post_init__(self) -> None:
+        if self.minimum_events < 1:
+            raise ValueError(f"pair minimum_events must be >= 1, got {self.minimum_events}")
+        if self.max_slices < 0:
+            raise ValueError(f"max pair slices must be >= 0, got {self.max_slices}")
+
+
+@dataclass(frozen=True)
+class _KeyGroups:
+    """One key's values on one day: a code per event (-1 when missing), values sorted."""
+
+    key: str
+    codes: np.ndarray
+    values: list[str]
+
+
+def _key_groups(key: str, values: pd.Series) -> _KeyGroups:
+    codes, uniques = pd.factorize(values, sort=True)
+    return _KeyGroups(key, np.asarray(codes, dtype=np.int64), [str(v) for v in uniques])
+
+
+def _positions_by_code(codes: np.ndarray, count: int) -> list[np.ndarray]:
+    """Row positions (ascending) of each code in 0..count-1; -1 (missing) is left out."""
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(count + 1))
+    return [order[bounds[code] : bounds[code + 1]] for code in range(count)]
+
+
+def _pair_codes(first: _KeyGroups, second: _KeyGroups) -> np.ndarray:
+    """One code per event for the pair of values it has (-1 when either is missing)."""
+    both = (first.codes >= 0) & (second.codes >= 0)
+    return np.where(both, first.codes * len(second.values) + second.codes, -1)
+
+
+def _pair_groups(
+    groups: Sequence[_KeyGroups], bounds: PairSliceBounds
+) -> list[tuple[str, str, str, np.ndarray]]:
+    """(slice, slice_key, slice_value, positions) of the pair slices kept for the day.
+
+    Candidates are every pair of values of two keys with at least `minimum_events`
+    events; the `max_slices` largest are kept (ties: key order, then value order), and
+    they come out in key order, then value order, like the single-key slices. The pair
+    codes are built one key pair at a time and dropped, so memory stays a few arrays.
+    """
+    if bounds.max_slices == 0:
+        return []
+    pairs = [(a, b) for i, a in enumerate(groups) for b in groups[i + 1 :]]
+    candidates: list[tuple[int, int, int]] = []  # (-events, pair index, pair code)
+    for pair_index, (first, second) in enumerate(pairs):
+        codes = _pair_codes(first, second)
+        # np.unique, not bincount: two keys with many values have a huge code space.
+        present, counts = np.unique(codes[codes >= 0], return_counts=True)
+        large = counts >= bounds.minimum_events
+        candidates.extend(
+            (-int(count), pair_index, int(code))
+            for code, count in zip(present[large], counts[large], strict=True)
+        )
+    kept = sorted(candidates)[: bounds.max_slices]
+    result = []
+    for pair_index, (first, second) in enumerate(pairs):
+        codes_kept = sorted(code for _, index, code in kept if index == pair_index)
+        if not codes_kept:
+            continue
+        codes = _pair_codes(first, second)
+        order = np.argsort(codes, kind="stable")  # positions stay ascending within a code
+        starts = np.searchsorted(codes[order], codes_kept, side="left")
+        stops = np.searchsorted(codes[order], codes_kept, side="right")
+        width = len(second.values)
+        for code, begin, stop in zip(codes_kept, starts, stops, strict=True):
+            first_value, second_value = first.values[code // width], second.values[code % width]
+            result.append(
+                (
+                    pair_label((first.key, first_value), (second.key, second_value)),
+                    f"{first.key}{PAIR_SEPARATOR}{second.key}",
+                    f"{first_value}{PAIR_SEPARATOR}{second_value}",
+                    order[begin:stop],
+                )
+            )
+    return result
+
+
 def _day_rows(
     day: Any,
     frame: pd.DataFrame,
     values_by_key: Sequence[tuple[str, pd.Series]],
     bloat_line: float,
+    pair_bounds: PairSliceBounds,
 ) -> list[dict[str, Any]]:
-    """The `all` row and one row per (key, value) of one day's events."""
+    """The `all` row, one row per (key, value), then the kept pair slices of one day."""
     rows: list[dict[str, Any]] = [
         {
             "partition_date": day,
@@ -128,28 +234,30 @@ def _day_rows(
             **_aggregate(frame, bloat_line),
         }
     ]
-    for key, values in values_by_key:
-        for value, positions in _groups(values):
+    groups = [_key_groups(key, values) for key, values in values_by_key]
+    for group in groups:
+        positions = _positions_by_code(group.codes, len(group.values))
+        for value, rows_of_value in zip(group.values, positions, strict=True):
             rows.append(
                 {
                     "partition_date": day,
-                    "slice": slice_label(key, value),
-                    "slice_key": key,
+                    "slice": slice_label(group.key, value),
+                    "slice_key": group.key,
                     "slice_value": value,
-                    **_aggregate(frame, bloat_line, positions),
+                    **_aggregate(frame, bloat_line, rows_of_value),
                 }
             )
+    for label, key, value, positions in _pair_groups(groups, pair_bounds):
+        rows.append(
+            {
+                "partition_date": day,
+                "slice": label,
+                "slice_key": key,
+                "slice_value": value,
+                **_aggregate(frame, bloat_line, positions),
+            }
+        )
     return rows
-
-
-def _groups(values: pd.Series) -> Iterator[tuple[Any, np.ndarray]]:
-    """(value, row positions) per distinct value, missing values left out: the groups of
-    `groupby(values, sort=True)` in the same order, without copying the frame."""
-    codes, uniques = pd.factorize(values, sort=True)
-    order = np.argsort(codes, kind="stable")  # positions stay ascending within a value
-    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
-    for index, value in enumerate(uniques):
-        yield value, order[bounds[index] : bounds[index + 1]]
 
 
 def _slice_values(metadata: pd.Series, key: str) -> pd.Series:
@@ -166,18 +274,22 @@ def slice_metrics(
     scores: pd.DataFrame,
     slice_keys: Sequence[str] = DEFAULT_SLICE_KEYS,
     bloat_line: float = DEFAULT_BLOAT_LINE,
+    pair_bounds: PairSliceBounds | None = None,
 ) -> pd.DataFrame:
     """Aggregate event-level scores into one row per (partition_date, slice).
 
     `scores` needs `partition_date`, `status`, the four metrics, `k` and `metadata`
-    (a dict or its JSON text); token and cost columns are summed when present. For one
+    (a dict or its JSON text); token and cost columns are summed when present. Pair
+    slices follow `pair_bounds` (default: at least 100 events, the 50 largest). For one
     day read in chunks, `SliceAccumulator` gives the same rows in far less memory.
     """
     _check_columns(scores, {"partition_date", *_REQUIRED_COLUMNS})
+    keys = list(dict.fromkeys(slice_keys))
+    bounds = pair_bounds or PairSliceBounds()
     rows: list[dict[str, Any]] = []
     for day, day_frame in scores.groupby("partition_date", sort=True):
-        values = [(key, _slice_values(day_frame["metadata"], key)) for key in slice_keys]
-        rows.extend(_day_rows(day, day_frame, values, bloat_line))
+        values = [(key, _slice_values(day_frame["metadata"], key)) for key in keys]
+        rows.extend(_day_rows(day, day_frame, values, bloat_line, bounds))
     return pd.DataFrame(rows, columns=list(SLICE_COLUMNS))
 
 
@@ -224,18 +336,24 @@ class SliceAccumulator:
 
     The p10 quantiles need every value of the day, so the day cannot be reduced chunk by
     chunk without approximating; instead only what the aggregates read is kept per event:
-    the metrics, K, tokens and cost as numbers and the status and each slice key's value
-    as int32 codes (about 80 bytes an event), never the rows or their metadata objects.
-    `result` returns exactly what `slice_metrics` returns for the concatenated chunks.
+    the metrics, K, tokens and cost as float64 numbers (64 bytes) and the status and each
+    slice key's value as int32 codes (4 bytes each), so about 80 bytes an event with two
+    keys, never the rows or their metadata objects. Pair slices cost nothing more per
+    event: their groups are formed from the keys' codes when `result` is called, with a
+    few transient int64 arrays for one key pair at a time. Distinct
+    values are kept once each (the code tables). `result` returns exactly what
+    `slice_metrics` returns for the concatenated chunks.
     """
 
     def __init__(
         self,
         slice_keys: Sequence[str] = DEFAULT_SLICE_KEYS,
         bloat_line: float = DEFAULT_BLOAT_LINE,
+        pair_bounds: PairSliceBounds | None = None,
     ) -> None:
         self.slice_keys = list(dict.fromkeys(slice_keys))
         self.bloat_line = bloat_line
+        self.pair_bounds = pair_bounds or PairSliceBounds()
         self.events = 0
         self._numbers: list[pd.DataFrame] = []
         self._status = _Codes()
@@ -269,5 +387,6 @@ class SliceAccumulator:
         frame = numbers.assign(status=self._status.values(numbers.index))
         values = [(key, codes.values(frame.index)) for key, codes in self._values.items()]
         return pd.DataFrame(
-            _day_rows(day, frame, values, self.bloat_line), columns=list(SLICE_COLUMNS)
+            _day_rows(day, frame, values, self.bloat_line, self.pair_bounds),
+            columns=list(SLICE_COLUMNS),
         )

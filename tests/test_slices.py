@@ -10,7 +10,7 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from seer_metrics.slices import SLICE_COLUMNS, SliceAccumulator, slice_metrics
+from seer_metrics.slices import SLICE_COLUMNS, PairSliceBounds, SliceAccumulator, slice_metrics
 
 
 def _scores() -> pd.DataFrame:
@@ -129,8 +129,11 @@ def test_accumulated_chunks_give_exactly_the_slice_metrics_of_the_whole_day(chun
     # An all-NULL chunk (object columns) must not change anything either.
     scores.loc[:9, ["recall", "precision", "f1", "ndcg", "k"]] = None
     keys = ["env", "feature_flag", "tenant"]
-    expected = slice_metrics(scores.assign(partition_date=day), keys, bloat_line=0.4)
-    accumulator = SliceAccumulator(keys, bloat_line=0.4)
+    # small enough bounds that some pairs are kept and some are cut by the cap
+    bounds = PairSliceBounds(minimum_events=20, max_slices=5)
+    expected = slice_metrics(scores.assign(partition_date=day), keys, 0.4, bounds)
+    assert expected["slice_key"].str.contains(",").sum() == 5
+    accumulator = SliceAccumulator(keys, bloat_line=0.4, pair_bounds=bounds)
     for start in range(0, len(scores), chunk_size):
         accumulator.add(scores.iloc[start : start + chunk_size].astype(object))
     pd.testing.assert_frame_equal(accumulator.result(day), expected, check_exact=True)
@@ -139,3 +142,93 @@ def test_accumulated_chunks_give_exactly_the_slice_metrics_of_the_whole_day(chun
 def test_accumulator_without_events_has_no_rows() -> None:
     table = SliceAccumulator().result(date(2026, 11, 1))
     assert table.empty and list(table.columns) == list(SLICE_COLUMNS)
+
+
+def _pair_day(volumes: dict[tuple[str, str, str], int]) -> pd.DataFrame:
+    """One day with `volumes[(env, flag, tenant)]` events each; f1 encodes the env."""
+    rows = []
+    for (env, flag, tenant), count in volumes.items():
+        for index in range(count):
+            f1 = (0.9 if env == "prod" else 0.5) - (0.3 if flag == "v2" else 0.0)
+            rows.append(
+                {
+                    "partition_date": "2026-11-01",
+                    "status": "ok",
+                    "recall": 1.0 if index % 2 else 0.5,
+                    "precision": 0.5,
+                    "f1": f1,
+                    "ndcg": 1.0,
+                    "k": 2,
+                    "metadata": {"env": env, "feature_flag": flag, "tenant": tenant},
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_pair_slices_are_labelled_in_the_configured_key_order() -> None:
+    scores = _pair_day({("prod", "v2", "acme"): 120, ("prod", "v1", "acme"): 40})
+    table = slice_metrics(scores, ["feature_flag", "env"])
+    pair = _row(table, "2026-11-01", "feature_flag=v2,env=prod")
+    assert (pair["slice_key"], pair["slice_value"]) == ("feature_flag,env", "v2,prod")
+    assert pair["events"] == 120
+    assert pair["mean_f1"] == pytest.approx(0.6)
+    assert pair["mean_recall"] == pytest.approx(0.75)
+    assert pair["count_f1"] == 120
+    # below the default minimum of 100 events: no pair slice for prod with v1
+    assert "feature_flag=v1,env=prod" not in set(table["slice"])
+    assert "feature_flag=v1" in set(table["slice"])
+
+
+def test_pair_slices_need_the_minimum_volume_and_the_largest_are_kept() -> None:
+    volumes = {
+        ("prod", "v1", "acme"): 50,
+        ("prod", "v2", "acme"): 30,
+        ("staging", "v1", "globex"): 20,
+        ("staging", "v2", "globex"): 9,
+    }
+    scores = _pair_day(volumes)
+    keys = ["env", "feature_flag", "tenant"]
+    every = slice_metrics(scores, keys, pair_bounds=PairSliceBounds(minimum_events=10))
+    pairs = every[every["slice_key"].str.contains(",")]
+    # key pairs in configured order, values sorted within each pair of keys
+    assert list(pairs["slice"]) == [
+        "env=prod,feature_flag=v1",
+        "env=prod,feature_flag=v2",
+        "env=staging,feature_flag=v1",
+        "env=prod,tenant=acme",
+        "env=staging,tenant=globex",
+        "feature_flag=v1,tenant=acme",
+        "feature_flag=v1,tenant=globex",
+        "feature_flag=v2,tenant=acme",
+    ]
+    assert dict(zip(pairs["slice"], pairs["events"], strict=True))["env=prod,tenant=acme"] == 80
+    capped = slice_metrics(
+        scores, keys, pair_bounds=PairSliceBounds(minimum_events=10, max_slices=3)
+    )
+    kept = capped[capped["slice_key"].str.contains(",")]
+    # the three largest (80, 50, 50): ties go to the earlier key pair
+    assert list(kept["slice"]) == [
+        "env=prod,feature_flag=v1",
+        "env=prod,tenant=acme",
+        "feature_flag=v1,tenant=acme",
+    ]
+    off = slice_metrics(scores, keys, pair_bounds=PairSliceBounds(max_slices=0))
+    assert not off["slice_key"].str.contains(",").any()
+    # the single-key slices never change with the pair settings
+    singles = every[~every["slice_key"].str.contains(",")].reset_index(drop=True)
+    pd.testing.assert_frame_equal(singles, off.reset_index(drop=True))
+
+
+def test_pair_slices_skip_events_missing_either_key() -> None:
+    scores = _pair_day({("prod", "v2", "acme"): 12})
+    scores.loc[:3, "metadata"] = [{"env": "prod"}] * 4
+    table = slice_metrics(scores, pair_bounds=PairSliceBounds(minimum_events=5))
+    assert _row(table, "2026-11-01", "env=prod,feature_flag=v2")["events"] == 8
+    assert _row(table, "2026-11-01", "env=prod")["events"] == 12
+
+
+def test_pair_bounds_are_validated() -> None:
+    with pytest.raises(ValueError, match="minimum_events"):
+        PairSliceBounds(minimum_events=0)
+    with pytest.raises(ValueError, match="max pair slices"):
+        PairSliceBounds(max_slices=-1)

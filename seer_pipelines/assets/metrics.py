@@ -24,8 +24,11 @@ from seer_metrics.judgment import Judgment
 from seer_metrics.scoring import score_events
 from seer_metrics.slices import (
     DEFAULT_BLOAT_LINE,
+    DEFAULT_MAX_PAIR_SLICES,
+    DEFAULT_PAIR_MINIMUM_EVENTS,
     DEFAULT_SLICE_KEYS,
     METRICS,
+    PairSliceBounds,
     SliceAccumulator,
 )
 from seer_metrics.totals import ScoreTotals
@@ -294,6 +297,17 @@ class SliceMetricsConfig(Config):
         description="Precision below this counts as context bloat; default $SEER_BLOAT_LINE "
         "or 0.35.",
     )
+    pair_minimum_events: int = Field(
+        default=DEFAULT_PAIR_MINIMUM_EVENTS,
+        ge=1,
+        description="A pair slice (env=prod,feature_flag=retrieval-v2) needs this many "
+        "events that day.",
+    )
+    max_pair_slices: int = Field(
+        default=DEFAULT_MAX_PAIR_SLICES,
+        ge=0,
+        description="At most this many pair slices a day, the largest first (0: none).",
+    )
 
     def resolved_slice_keys(self) -> list[str]:
         keys = self.slice_keys if self.slice_keys is not None else default_slice_keys()
@@ -304,6 +318,9 @@ class SliceMetricsConfig(Config):
 
     def resolved_bloat_line(self) -> float:
         return self.bloat_line if self.bloat_line is not None else default_bloat_line()
+
+    def pair_bounds(self) -> PairSliceBounds:
+        return PairSliceBounds(self.pair_minimum_events, self.max_pair_slices)
 
 
 _EVENT_METRIC_READ_COLUMNS = (
@@ -318,14 +335,18 @@ _EVENT_METRIC_READ_COLUMNS = (
 
 
 def compute_slice_frame(
-    warehouse: WarehouseResource, day: date, slice_keys: Sequence[str], bloat_line: float
+    warehouse: WarehouseResource,
+    day: date,
+    slice_keys: Sequence[str],
+    bloat_line: float,
+    pair_bounds: PairSliceBounds | None = None,
 ) -> pd.DataFrame:
     """The day's per-slice aggregates, from `seer_event_metrics` read chunk by chunk.
 
     Only a few numbers and codes per event are kept (`SliceAccumulator`), so a large day
     costs about 80 bytes an event here instead of whole rows with their metadata.
     """
-    accumulator = SliceAccumulator(slice_keys, bloat_line)
+    accumulator = SliceAccumulator(slice_keys, bloat_line, pair_bounds)
     for chunk in warehouse.read_partition(EVENT_METRICS_TABLE, day, _EVENT_METRIC_READ_COLUMNS):
         accumulator.add(chunk)
     return accumulator.result(day)
@@ -377,10 +398,14 @@ def _markdown_escape(text: str) -> str:
 
 
 def build_slice_metrics(
-    warehouse: WarehouseResource, day: date, slice_keys: Iterable[str], bloat_line: float
+    warehouse: WarehouseResource,
+    day: date,
+    slice_keys: Iterable[str],
+    bloat_line: float,
+    pair_bounds: PairSliceBounds | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """Replace `day` in `seer_slice_metrics`; returns the slice frame and rows written."""
-    frame = compute_slice_frame(warehouse, day, list(slice_keys), bloat_line)
+    frame = compute_slice_frame(warehouse, day, list(slice_keys), bloat_line, pair_bounds)
     with warehouse.partition_writer(SLICE_METRICS_TABLE, day) as writer:
         writer.write(frame_records(frame))
         written = writer.commit()
@@ -408,7 +433,9 @@ def slice_metrics_asset(
 ) -> MaterializeResult:
     day = partition_day(context.partition_key)
     keys = config.resolved_slice_keys()
-    frame, written = build_slice_metrics(warehouse, day, keys, config.resolved_bloat_line())
+    frame, written = build_slice_metrics(
+        warehouse, day, keys, config.resolved_bloat_line(), config.pair_bounds()
+    )
     context.log.info(f"{day}: {written} slices over keys {keys}")
     return MaterializeResult(
         metadata={
