@@ -1,0 +1,244 @@
+"""A day judged on a stratified sample, and estimates whose errors include the sampling.
+
+Why stratified by slice: a flat rate leaves a small tenant with a handful of judged events,
+or none; a minimum per stratum keeps every slice visible. Why a keyed hash of `event_id`:
+the same events are chosen on every re-run, so cached judgments stay cache hits and a
+repeated run gives the same numbers.
+
+A stratum is one combination of the slice keys' values (`env=prod|feature_flag=v2`), so
+every slice (one value of a key, or a pair of keys) is a union of whole strata. Within a
+stratum the `n` events with the smallest keyed hash are judged: a simple random sample
+without replacement, so the inclusion probability is n / N and the weight N / n.
+
+Slice means are ratio (Hajek) estimators over the judged events with a defined value;
+their standard errors come from the linearised variance of a stratified sample with the
+finite-population correction, so a mean from 40 judged events carries a wider interval
+than one from 4,000, and a fully judged stratum adds no sampling error at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFAULT_MINIMUM_PER_STRATUM = 30
+DEFAULT_SAMPLING_KEY = "seer-sample-v1"
+STRATUM_SEPARATOR = "|"
+_HASH_SCALE = float(2**64)
+
+
+class SamplingConfigError(ValueError):
+    """Sampling settings that cannot be used; the message names the setting."""
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """How many events of a day to judge: all (the default), a target count, or a rate."""
+
+    target: int | None = None
+    rate: float | None = None
+    minimum_per_stratum: int = DEFAULT_MINIMUM_PER_STRATUM
+    key: str = DEFAULT_SAMPLING_KEY
+
+    def __post_init__(self) -> None:
+        if self.target is not None and self.rate is not None:
+            raise SamplingConfigError("set either a sample size or a sample rate, not both")
+        if self.target is not None and (isinstance(self.target, bool) or self.target < 1):
+            raise SamplingConfigError(
+                f"sample size must be a whole number >= 1, not {self.target!r}"
+            )
+        if self.rate is not None and not 0.0 < self.rate <= 1.0:
+            raise SamplingConfigError(f"sample rate must be in (0, 1], not {self.rate!r}")
+        if self.minimum_per_stratum < 0:
+            raise SamplingConfigError(
+                f"minimum per slice must be >= 0, not {self.minimum_per_stratum!r}"
+            )
+        if not self.key:
+            raise SamplingConfigError("the sampling key must not be empty")
+
+    @property
+    def enabled(self) -> bool:
+        return self.target is not None or (self.rate is not None and self.rate < 1.0)
+
+    def wanted(self, population: int) -> int:
+        """Events to judge out of `population` before the per-stratum minimum."""
+        if self.target is not None:
+            return min(self.target, population)
+        if self.rate is not None:
+            return min(population, math.ceil(self.rate * population))
+        return population
+
+
+def sampling_hash(event_ids: Iterable[str], key: str = DEFAULT_SAMPLING_KEY) -> np.ndarray:
+    """A uniform number in [0, 1) per event id, keyed so nobody can game which events are judged."""
+    key_bytes = key.encode("utf-8")[:64]
+    return np.fromiter(
+        (
+            int.from_bytes(
+                hashlib.blake2b(
+                    event_id.encode("utf-8", "surrogatepass"), digest_size=8, key=key_bytes
+                ).digest(),
+                "big",
+            )
+            / _HASH_SCALE
+            for event_id in event_ids
+        ),
+        dtype=np.float64,
+    )
+
+
+def stratum_label(values: Sequence[tuple[str, str | None]]) -> str:
+    """The stratum of an event from its (slice key, value) pairs; a missing value is `-`."""
+    return STRATUM_SEPARATOR.join(
+        f"{key}={'-' if value is None else value}" for key, value in values
+    )
+
+
+def allocate(population: Mapping[Hashable, int], settings: SamplingSettings) -> dict[Hashable, int]:
+    """Sample size per stratum: proportional to its size, never below the minimum (or the
+    stratum itself), adding up to the wanted total unless the minimums alone exceed it."""
+    sizes = {stratum: int(count) for stratum, count in population.items() if count > 0}
+    total = sum(sizes.values())
+    if not settings.enabled or total == 0:
+        return dict(sizes)
+    wanted = settings.wanted(total)
+    floors = {s: min(n, settings.minimum_per_stratum) for s, n in sizes.items()}
+    if sum(floors.values()) >= wanted:
+        return floors
+    # Water-filling: the share c with sum(min(N, max(floor, c * N))) == wanted.
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        filled = sum(min(n, max(floors[s], middle * n)) for s, n in sizes.items())
+        low, high = (middle, high) if filled < wanted else (low, middle)
+    exact = {s: min(n, max(floors[s], high * n)) for s, n in sizes.items()}
+    counts = {s: math.floor(value) for s, value in exact.items()}
+    # Largest remainders take the events still missing, never past a stratum's size.
+    order = sorted(exact, key=lambda s: (counts[s] - exact[s], str(s)))
+    for stratum in order:
+        if sum(counts.values()) >= wanted:
+            break
+        if counts[stratum] < sizes[stratum]:
+            counts[stratum] += 1
+    return counts
+
+
+@dataclass(frozen=True)
+class SamplePlan:
+    """Which events of one day are judged, and the weights that undo the sampling."""
+
+    population: Mapping[Hashable, int]
+    sample_sizes: Mapping[Hashable, int]
+    cutoffs: Mapping[Hashable, float]  # an event is judged when its hash is <= its cutoff
+    key: str = DEFAULT_SAMPLING_KEY
+
+    @property
+    def events(self) -> int:
+        return sum(self.population.values())
+
+    @property
+    def judged(self) -> int:
+        return sum(self.sample_sizes.values())
+
+    def selected(self, event_ids: Sequence[str], strata: Sequence[Hashable]) -> np.ndarray:
+        """Whether each event is in the sample (same answer on every re-run of the day)."""
+        hashes = sampling_hash(event_ids, self.key)
+        cutoffs = np.array([self.cutoffs.get(stratum, -1.0) for stratum in strata], dtype=float)
+        return hashes <= cutoffs
+
+    def inclusion_probability(self, stratum: Hashable) -> float:
+        population = self.population.get(stratum, 0)
+        return self.sample_sizes.get(stratum, 0) / population if population else 0.0
+
+
+def plan_sample(
+    event_ids: Sequence[str], strata: Sequence[Hashable], settings: SamplingSettings
+) -> SamplePlan:
+    """The day's sample: per stratum, the events with the smallest keyed hashes."""
+    if len(event_ids) != len(strata):
+        raise ValueError("event_ids and strata must have the same length")
+    hashes = sampling_hash(event_ids, settings.key)
+    labels = np.asarray(list(strata), dtype=object)
+    by_stratum: dict[Hashable, list[int]] = {}
+    for position, stratum in enumerate(labels):
+        by_stratum.setdefault(stratum, []).append(position)
+    population = {stratum: len(positions) for stratum, positions in by_stratum.items()}
+    sizes = allocate(population, settings)
+    cutoffs: dict[Hashable, float] = {}
+    for stratum, positions in by_stratum.items():
+        wanted = sizes.get(stratum, 0)
+        if wanted <= 0:
+            cutoffs[stratum] = -1.0
+        elif wanted >= len(positions):
+            cutoffs[stratum] = 1.0
+        else:
+            cutoffs[stratum] = float(np.partition(hashes[positions], wanted - 1)[wanted - 1])
+    return SamplePlan(population=population, sample_sizes=sizes, cutoffs=cutoffs, key=settings.key)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A slice mean estimated from a sample: the value, its standard error and how many
+    judged events with a defined value it rests on."""
+
+    mean: float | None
+    standard_error: float | None
+    judged: int
+
+    def interval(self, z: float = 1.959963984540054) -> tuple[float, float] | None:
+        if self.mean is None or self.standard_error is None:
+            return None
+        return self.mean - z * self.standard_error, self.mean + z * self.standard_error
+
+
+def estimate_mean(
+    values: np.ndarray,
+    strata: np.ndarray,
+    population: np.ndarray,
+    in_slice: np.ndarray | None = None,
+) -> Estimate:
+    """The slice mean of `values` over the whole day, from its judged events.
+
+    One entry per judged event of the day (every slice, so the within-stratum variances
+    are right): `values` is NaN where the metric is undefined, `strata` an integer code,
+    `in_slice` whether the event belongs to the slice. `population[h]` is stratum h's
+    number of events. The judged events of a stratum stand for all of it (weight N / n);
+    a stratum with a single judged event among several borrows the largest within-stratum
+    variance of the day rather than claiming none.
+    """
+    values = np.asarray(values, dtype=float)
+    strata = np.asarray(strata, dtype=np.int64)
+    population = np.asarray(population, dtype=float)
+    defined = ~np.isnan(values)
+    if in_slice is not None:
+        defined &= np.asarray(in_slice, dtype=bool)
+    judged = int(defined.sum())
+    if judged == 0:
+        return Estimate(None, None, 0)
+    length = len(population)
+    counts = np.bincount(strata, minlength=length).astype(float)
+    weights = np.divide(population, counts, out=np.zeros(length), where=counts > 0)[strata]
+    domain_weight = float((weights * defined).sum())
+    mean = float((weights * np.where(defined, values, 0.0)).sum() / domain_weight)
+    # Linearised residuals: zero for judged events outside the slice or undefined.
+    residual = np.where(defined, values - mean, 0.0)
+    sums = np.bincount(strata, weights=residual, minlength=length)
+    squares = np.bincount(strata, weights=residual**2, minlength=length)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        variance_within = np.where(counts > 1, (squares - sums**2 / counts) / (counts - 1), 0.0)
+    single = (counts == 1) & (population > 1)
+    if single.any():
+        variance_within[single] = float(variance_within.max(initial=0.0))
+    finite_correction = np.clip(1.0 - counts / np.maximum(population, 1.0), 0.0, 1.0)
+    contributions = np.divide(
+        population**2 * finite_correction * variance_within,
+        counts,
+        out=np.zeros(length),
+        where=counts > 0,
+    )
+    variance = float(contributions.sum()) / domain_weight**2
+    return Estimate(mean, math.sqrt(max(variance, 0.0)), judged)
