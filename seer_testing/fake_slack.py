@@ -1,12 +1,17 @@
 """A fake Slack Web API on 127.0.0.1 for tests and the demo (never used by product code).
 
-Serves `chat.postMessage` and `auth.test` the way the real API answers them, records every
-request, and can be told to fail: `ratelimited` (HTTP 429 with `Retry-After`), a 500, or
-`invalid_auth`. Point the real `slack_sdk.WebClient` at it with `base_url=fake.base_url`.
+Serves `chat.postMessage`, `conversations.replies` and `auth.test` the way the real API
+answers them, records every request, and can be told to fail: `ratelimited` (HTTP 429 with
+`Retry-After`), a 500, or `invalid_auth`. Every posted message gets a `ts`; a message posted
+with `thread_ts` is a reply in that thread, and a `thread_ts` that names no message posted
+to the channel is refused (`thread_not_found`), so a lost thread id cannot go unnoticed.
+Point the real `slack_sdk.WebClient` at it with `base_url=fake.base_url`.
 
     with FakeSlack() as slack:
-        WebClient(token="xoxb-test", base_url=slack.base_url).chat_postMessage(...)
-        assert slack.messages[0]["channel"] == "#alerts"
+        client = WebClient(token="xoxb-test", base_url=slack.base_url)
+        root = client.chat_postMessage(channel="#alerts", text="down")
+        client.chat_postMessage(channel="#alerts", text="up", thread_ts=root["ts"])
+        assert [m["text"] for m in slack.replies(root["ts"])] == ["up"]
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ class FakeSlack:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._next_ts = 0
+        self._posted: dict[str, tuple[str, dict[str, Any]]] = {}  # ts -> (channel, body)
 
     # -- control ----------------------------------------------------------------------
 
@@ -83,6 +89,15 @@ class FakeSlack:
         """Bodies of the `chat.postMessage` calls that were accepted, in order."""
         with self._lock:
             return [r.body for r in self.requests if r.method == "chat.postMessage" and r.accepted]
+
+    @property
+    def top_level_messages(self) -> list[dict[str, Any]]:
+        """Accepted messages that are not replies in a thread."""
+        return [m for m in self.messages if not m.get("thread_ts")]
+
+    def replies(self, ts: str) -> list[dict[str, Any]]:
+        """Accepted replies in the thread of the message `ts`, in order."""
+        return [m for m in self.messages if m.get("thread_ts") == ts]
 
     @property
     def base_url(self) -> str:
@@ -162,19 +177,31 @@ class FakeSlack:
                 return 200, {}, {"ok": False, "error": "channel_not_found"}
             if not body.get("text") and not body.get("blocks"):
                 return 200, {}, {"ok": False, "error": "no_text"}
+            thread_ts = body.get("thread_ts")
             with self._lock:
+                root = self._posted.get(thread_ts) if thread_ts else None
+                if thread_ts and (root is None or root[0] != channel):
+                    return 200, {}, {"ok": False, "error": "thread_not_found"}
                 self._next_ts += 1
                 ts = f"{int(time.time())}.{self._next_ts:06d}"
-            return (
-                200,
-                {},
-                {
-                    "ok": True,
-                    "channel": channel,
-                    "ts": ts,
-                    "message": {"text": body.get("text"), "blocks": body.get("blocks"), "ts": ts},
-                },
-            )
+                self._posted[ts] = (channel, body)
+            message = {"text": body.get("text"), "blocks": body.get("blocks"), "ts": ts}
+            if thread_ts:
+                message["thread_ts"] = thread_ts
+            return 200, {}, {"ok": True, "channel": channel, "ts": ts, "message": message}
+        if method == "conversations.replies":
+            ts = body.get("ts")
+            with self._lock:
+                root = self._posted.get(ts) if ts else None
+                if root is None or root[0] != body.get("channel"):
+                    return 200, {}, {"ok": False, "error": "thread_not_found"}
+                thread = [
+                    {"ts": reply_ts, "thread_ts": ts, "text": posted.get("text")}
+                    for reply_ts, (_, posted) in self._posted.items()
+                    if posted.get("thread_ts") == ts
+                ]
+            first = {"ts": ts, "text": root[1].get("text")}
+            return 200, {}, {"ok": True, "messages": [first, *thread], "has_more": False}
         return 404, {}, {"ok": False, "error": "unknown_method"}
 
 

@@ -74,3 +74,29 @@ def test_missing_channel_is_rejected() -> None:
 def test_unknown_failure_kind_is_an_error() -> None:
     with pytest.raises(ValueError, match="failure must be one of"):
         FakeSlack().fail_next("teapot")  # type: ignore[arg-type]
+
+
+def test_replies_go_into_the_thread_of_a_posted_message() -> None:
+    with FakeSlack() as slack:
+        web = client(slack)
+        root = web.chat_postMessage(channel="#alerts", text="f1 dropped")
+        other = web.chat_postMessage(channel="#alerts", text="another day")
+        assert root["ts"] != other["ts"]
+        reply = web.chat_postMessage(channel="#alerts", text="recovered", thread_ts=root["ts"])
+        assert reply["message"]["thread_ts"] == root["ts"]
+        assert [m["text"] for m in slack.replies(root["ts"])] == ["recovered"]
+        assert slack.replies(other["ts"]) == []
+        assert [m["text"] for m in slack.top_level_messages] == ["f1 dropped", "another day"]
+        thread = web.conversations_replies(channel="#alerts", ts=root["ts"])
+        assert [m["text"] for m in thread["messages"]] == ["f1 dropped", "recovered"]
+
+
+def test_a_thread_that_was_never_posted_is_refused() -> None:
+    with FakeSlack() as slack:
+        web = client(slack)
+        root = web.chat_postMessage(channel="#alerts", text="f1 dropped")
+        for channel, ts in (("#alerts", "1.000001"), ("#elsewhere", root["ts"])):
+            with pytest.raises(SlackApiError) as error:
+                web.chat_postMessage(channel=channel, text="recovered", thread_ts=ts)
+            assert error.value.response["error"] == "thread_not_found"
+        assert len(slack.messages) == 1
