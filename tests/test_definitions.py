@@ -74,7 +74,7 @@ def test_schedule_requests_yesterdays_partition() -> None:
 def test_production_dagster_yaml_is_a_valid_postgres_instance(tmp_path, monkeypatch) -> None:
     from dagster._core.instance.config import dagster_instance_config
 
-    shutil.copy(ROOT / "deploy" / "dagster.yaml", tmp_path / "dagster.yaml")
+    shutil.copy(ROOT / "dagster.yaml", tmp_path / "dagster.yaml")
     for name, value in {
         "DAGSTER_PG_HOST": "db.internal",
         "DAGSTER_PG_PORT": "5432",

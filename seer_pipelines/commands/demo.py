@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from seer_metrics.redaction import redact_url
+from seer_pipelines.instance import write_local_instance
 from seer_pipelines.resources import WarehouseConfigError, WarehouseResource, default_warehouse_url
 
 DEFAULT_DAGSTER_HOME = ".dagster_home"
@@ -55,14 +56,8 @@ def _prepare_environment(args: argparse.Namespace) -> tuple[Path, str]:
     """
     home = Path(args.dagster_home or os.environ.get("DAGSTER_HOME") or DEFAULT_DAGSTER_HOME)
     home = home.expanduser().resolve()
-    home.mkdir(parents=True, exist_ok=True)
-    instance_config = home / "dagster.yaml"
-    if not instance_config.exists():
-        # An empty configuration: a local instance in SQLite files under this directory.
-        instance_config.write_text(
-            "# Local Seer instance: runs, events and schedules in SQLite files here.\n"
-            "# Production (PostgreSQL, run queue): see deploy/dagster.yaml.\n"
-        )
+    # SQLite storage under this directory, the production instance's run limits.
+    write_local_instance(home)
     os.environ["DAGSTER_HOME"] = str(home)
     url = args.url or default_warehouse_url()
     os.environ["SEER_WAREHOUSE_URL"] = url
