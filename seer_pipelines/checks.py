@@ -33,9 +33,9 @@ from seer_pipelines.alerts import (
     SlackAlertResource,
     top_missing_requirements,
 )
-from seer_pipelines.assets.tables import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
 from seer_pipelines.partitions import daily_partitions, partition_day
 from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
 
 SLICE_METRICS_ASSET = AssetKey("slice_metrics")
 SEVERITY = {"WARN": AssetCheckSeverity.WARN, "ERROR": AssetCheckSeverity.ERROR}
@@ -187,14 +187,7 @@ def build_slice_checks(
         # Partitioned checks are a Dagster preview feature, used knowingly (per-day results).
         warnings.simplefilter("ignore", PreviewWarning)
         specs = _check_specs(rules, partitions_def, asset_key)
-    trailing_days = max(
-        (
-            r.baseline.trailing_days
-            for r in rules.rules
-            if r.kind == "drop" and r.baseline.slice is None
-        ),
-        default=0,
-    )
+    trailing_days = rules.trailing_days
 
     @multi_asset_check(
         name="seer_slice_checks",
@@ -208,7 +201,7 @@ def build_slice_checks(
     ) -> Iterator[AssetCheckResult]:
         day = partition_day(context.partition_key)
         today, history = read_slice_rows(warehouse, day, trailing_days)
-        outcomes = evaluate_rules(rules, today, history, day.isoformat()) if len(today) else []
+        outcomes = evaluate_rules(rules, today, history, day) if len(today) else []
         failing = [o for o in outcomes if o.failed]
         context.log.info(
             f"{day}: {len(today)} slices, {len(outcomes)} rule outcomes, {len(failing)} failing"

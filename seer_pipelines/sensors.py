@@ -126,7 +126,6 @@ def seer_run_failure_sensor(
             KIND_RUN_FAILURE,
             [("run_failure", run.run_id, "ERROR", payload)],
             run.run_id,
-            resolve_missing=False,
         )
         result = dispatcher.deliver(partition, KIND_RUN_FAILURE)
         context.log.info(f"run failure of {run.run_id}: {_summary([result])}")
@@ -172,9 +171,10 @@ def evaluate_freshness(
     if day < start:
         return f"{day} is before the first partition {start}"
     key = day.isoformat()
+    asset_name = asset_key.to_user_string()
     outbox: AlertOutbox = dispatcher.outbox
     if is_materialized(instance, asset_key, key):
-        outbox.record(day, KIND_FRESHNESS, [], None, resolve_missing=True)
+        outbox.record(day, KIND_FRESHNESS, [], None, resolve={("freshness", asset_name)})
         return f"{asset_key.to_user_string()} {key} materialized"
     payload = {
         "rule": "freshness",
@@ -189,9 +189,8 @@ def evaluate_freshness(
     outbox.record(
         day,
         KIND_FRESHNESS,
-        [("freshness", asset_key.to_user_string(), "ERROR", payload)],
+        [("freshness", asset_name, "ERROR", payload)],
         None,
-        resolve_missing=False,
     )
     result = dispatcher.deliver(day, KIND_FRESHNESS)
     return f"{asset_key.to_user_string()} {key} is late: {_summary([result])}"

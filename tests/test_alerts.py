@@ -24,8 +24,8 @@ from seer_pipelines.alerts import (
     escape_mrkdwn,
     render_console,
     top_missing_requirements,
-    utc_now,
 )
+from seer_pipelines.resources import utc_now
 from seer_testing.fake_slack import FakeSlack
 
 DAY = date(2026, 11, 29)
@@ -52,6 +52,7 @@ def failing_outcome(
         delta=0.31,
         noise=0.05,
         high_priority=False,
+        kind="drop" if rule.endswith("_drop") else "threshold",
     )
     values.update(changes)
     return CheckOutcome(**values)
@@ -186,16 +187,16 @@ def test_one_message_summarises_every_failing_check_of_the_partition(outbox, tmp
     prod = texts[2].splitlines()
     assert prod[0] == "*env=prod* (high priority)"
     assert prod[1] == (
-        ":red_circle: *ERROR* `recall_high_priority`: *20 of 80 events have recall < 1.0* "
+        ":red_circle: *ERROR* `recall_high_priority`: 20 of 80 events have recall &lt; 1.0 "
         "(25.0%); alerts on any"
     )
     flag = texts[3].splitlines()
     assert flag[0] == "*feature_flag=retrieval-v2*"
     assert flag[1].startswith(
-        ":red_circle: *ERROR* `f1_drop`: *mean f1 fell by 0.310*: 0.520 over 312 events vs "
-        "0.830 in the trailing 7 days (2,100 events); alerts on a drop >= 0.20"
+        ":red_circle: *ERROR* `f1_drop`: mean f1 fell by 0.310: 0.520 over 312 events vs "
+        "0.830 in the trailing 7 days (2,100 events); alerts on a drop &gt;= 0.20"
     )
-    assert flag[2].startswith(":large_orange_circle: *WARN* `ndcg_drop`: *mean ndcg fell by")
+    assert flag[2].startswith(":large_orange_circle: *WARN* `ndcg_drop`: mean ndcg fell by")
     assert texts[4] == (
         "Top missing requirements in feature_flag=retrieval-v2: "
         "“The nationality of that director” (41 events)"

@@ -1,0 +1,72 @@
+"""Slack alerts: the `seer_alerts` outbox, the Block Kit message, and delivery.
+
+Flow: a check run records its failing outcomes in the outbox (`outbox`), then the
+dispatcher (`dispatch`) builds ONE message per partition (`message`, with examples from
+`examples`) and delivers it through the Slack resource (`slack`). See docs/alerts.md.
+"""
+
+from seer_pipelines.alerts.dispatch import (
+    AlertDispatcher,
+    DeliveryResult,
+    ExamplesProvider,
+    alerts_report,
+)
+from seer_pipelines.alerts.examples import top_missing_requirements
+from seer_pipelines.alerts.message import (
+    SlackMessage,
+    build_check_message,
+    build_freshness_message,
+    build_run_failure_message,
+    escape_mrkdwn,
+    render_console,
+    slack_link,
+)
+from seer_pipelines.alerts.outbox import (
+    ALERTS_TABLE,
+    KIND_CHECK,
+    KIND_FRESHNESS,
+    KIND_RUN_FAILURE,
+    PENDING,
+    RESOLVED,
+    SENT,
+    Alert,
+    AlertOutbox,
+    RecordSummary,
+    alerts_table,
+    outcome_fingerprint,
+)
+from seer_pipelines.alerts.slack import (
+    AlertDeliveryError,
+    DeliveryReceipt,
+    SlackAlertResource,
+)
+
+__all__ = [
+    "ALERTS_TABLE",
+    "KIND_CHECK",
+    "KIND_FRESHNESS",
+    "KIND_RUN_FAILURE",
+    "PENDING",
+    "RESOLVED",
+    "SENT",
+    "Alert",
+    "AlertDeliveryError",
+    "AlertDispatcher",
+    "AlertOutbox",
+    "DeliveryReceipt",
+    "DeliveryResult",
+    "ExamplesProvider",
+    "RecordSummary",
+    "SlackAlertResource",
+    "SlackMessage",
+    "alerts_report",
+    "alerts_table",
+    "build_check_message",
+    "build_freshness_message",
+    "build_run_failure_message",
+    "escape_mrkdwn",
+    "outcome_fingerprint",
+    "render_console",
+    "slack_link",
+    "top_missing_requirements",
+]

@@ -1,0 +1,244 @@
+"""The Slack messages (Block Kit) and their plain-text rendering for the console.
+
+Everything user-controlled that reaches mrkdwn (slice labels, metadata values, requirement
+texts, error messages) goes through `escape_mrkdwn`, so `<!channel>` is shown, not sent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import date
+from typing import Any
+from urllib.parse import quote
+
+from seer_metrics.redaction import shorten
+from seer_metrics.rules import CheckOutcome, outcome_summary
+from seer_metrics.slices import ALL_SLICE
+from seer_pipelines.alerts.outbox import Alert
+
+DEFAULT_DAGSTER_URL = "http://localhost:3000"
+MAX_SLICE_SECTIONS = 20
+MAX_SECTION_CHARS = 2900
+SEVERITY_ICONS = {"ERROR": ":red_circle:", "WARN": ":large_orange_circle:"}
+SEVERITY_ORDER = {"ERROR": 0, "WARN": 1}
+
+
+@dataclass(frozen=True)
+class SlackMessage:
+    """What is posted: a plain-text fallback (notifications) and Block Kit blocks."""
+
+    text: str
+    blocks: list[dict[str, Any]]
+
+
+def escape_mrkdwn(text: Any) -> str:
+    """Escape Slack's control characters so user text can never form a link or mention."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def slack_link(url: str, label: str) -> str:
+    """`<url|label>` with the label escaped and the URL unable to break out of the link."""
+    safe_url = quote(url, safe=":/?#[]@!$&'()*+,;=%-._~")
+    return f"<{safe_url}|{escape_mrkdwn(label).replace('|', '¦')}>"
+
+
+def run_url(dagster_url: str, run_id: str) -> str:
+    return f"{dagster_url.rstrip('/')}/runs/{run_id}"
+
+
+def section(text: str) -> dict[str, Any]:
+    return {
+        "type": "section",
+        "text": {"type": "mrkdwn", "text": shorten(text, MAX_SECTION_CHARS, one_line=False)},
+    }
+
+
+def context(text: str) -> dict[str, Any]:
+    return {
+        "type": "context",
+        "elements": [{"type": "mrkdwn", "text": shorten(text, MAX_SECTION_CHARS, one_line=False)}],
+    }
+
+
+def header(text: str) -> dict[str, Any]:
+    return {"type": "header", "text": {"type": "plain_text", "text": shorten(text, 150)}}
+
+
+def _events(count: int) -> str:
+    return "event" if count == 1 else "events"
+
+
+_OUTCOME_FIELDS = frozenset(field.name for field in fields(CheckOutcome))
+
+
+def outcome_of(alert: Alert) -> CheckOutcome:
+    """The check outcome a `check` row of the outbox carries."""
+    return CheckOutcome(**{k: v for k, v in alert.payload.items() if k in _OUTCOME_FIELDS})
+
+
+def outcome_line(alert: Alert) -> str:
+    """One mrkdwn line per failing rule: severity, rule, and what moved (the rules' wording)."""
+    icon = SEVERITY_ICONS.get(alert.severity, ":white_circle:")
+    return (
+        f"{icon} *{escape_mrkdwn(alert.severity)}* `{escape_mrkdwn(alert.rule)}`: "
+        f"{escape_mrkdwn(outcome_summary(outcome_of(alert)))}"
+    )
+
+
+def _latest_run(alerts: Sequence[Alert]) -> str | None:
+    runs = [a.run_id for a in alerts if a.run_id]
+    return runs[-1] if runs else None
+
+
+def slice_order(label: str, group: Sequence[Alert]) -> tuple:
+    """Worst first: any ERROR, then high priority, the `all` aggregate last."""
+    return (
+        min(SEVERITY_ORDER.get(a.severity, 2) for a in group),
+        not any(a.payload.get("high_priority") for a in group),
+        label == ALL_SLICE,
+        label,
+    )
+
+
+def build_check_message(
+    partition_date: date,
+    alerts: Sequence[Alert],
+    examples: Mapping[str, Sequence[tuple[str, int]]] | None = None,
+    dagster_url: str = DEFAULT_DAGSTER_URL,
+    asset: str = "slice_metrics",
+) -> SlackMessage:
+    """ONE message for all failing checks of a partition, grouped by slice.
+
+    Each slice lists its failing rules (what moved, by how much, against which baseline)
+    and the most frequent missing requirements of its events as examples.
+    """
+    examples = examples or {}
+    by_slice: dict[str, list[Alert]] = {}
+    for alert in alerts:
+        by_slice.setdefault(alert.slice, []).append(alert)
+    for group in by_slice.values():
+        group.sort(key=lambda a: (SEVERITY_ORDER.get(a.severity, 2), a.rule))
+    slices = sorted(by_slice, key=lambda label: slice_order(label, by_slice[label]))
+    counts = Counter(a.severity for a in alerts)
+    severity_text = ", ".join(f"{counts[s]} {s}" for s in ("ERROR", "WARN") if counts[s])
+    run_id = _latest_run(alerts)
+    where = (
+        slack_link(run_url(dagster_url, run_id), f"Dagster run {run_id[:8]}") if run_id else "n/a"
+    )
+    plural = "s" if len(alerts) != 1 else ""
+    slice_names = ", ".join(f"*{escape_mrkdwn(label)}*" for label in slices[:8])
+    if len(slices) > 8:
+        slice_names += f" and {len(slices) - 8} more"
+    blocks: list[dict[str, Any]] = [
+        header(f"Seer: retrieval quality alert for {partition_date}"),
+        section(
+            f"*{len(alerts)} failing check{plural}* ({severity_text}) on "
+            f"`{escape_mrkdwn(asset)}`, partition *{partition_date}*, in {slice_names}. "
+            f"Run: {where}"
+        ),
+        {"type": "divider"},
+    ]
+    for label in slices[:MAX_SLICE_SECTIONS]:
+        group = by_slice[label]
+        priority = " (high priority)" if group[0].payload.get("high_priority") else ""
+        lines = [f"*{escape_mrkdwn(label)}*{priority}", *(outcome_line(a) for a in group)]
+        blocks.append(section("\n".join(lines)))
+        slice_examples = examples.get(label)
+        if slice_examples:
+            items = " · ".join(
+                f"“{escape_mrkdwn(shorten(text, 120))}” ({count} {_events(count)})"
+                for text, count in slice_examples
+            )
+            blocks.append(context(f"Top missing requirements in {escape_mrkdwn(label)}: {items}"))
+    hidden = len(slices) - MAX_SLICE_SECTIONS
+    if hidden > 0:
+        blocks.append(section(f"…and {hidden} more failing slices: see the run in Dagster."))
+    blocks.append(
+        context(
+            "Rules from seer_rules.yaml ($SEER_RULES_FILE). Re-running this partition posts "
+            "again only if the outcome changes."
+        )
+    )
+    summary = "; ".join(
+        f"{label}: {', '.join(a.rule for a in by_slice[label])}" for label in slices[:4]
+    )
+    more = f"; and {len(slices) - 4} more slices" if len(slices) > 4 else ""
+    text = escape_mrkdwn(
+        f"Seer {partition_date}: {len(alerts)} failing check{plural} ({severity_text}). "
+        f"{summary}{more}"
+    )
+    return SlackMessage(text=text, blocks=blocks)
+
+
+def build_run_failure_message(
+    alerts: Sequence[Alert], dagster_url: str = DEFAULT_DAGSTER_URL
+) -> SlackMessage:
+    """Crashed runs: job, partition, error, link."""
+    blocks: list[dict[str, Any]] = [header("Seer: run failed")]
+    for alert in alerts:
+        payload = alert.payload
+        run_id = str(payload.get("run_id", alert.slice))
+        partition = payload.get("partition")
+        on_partition = f", partition *{escape_mrkdwn(partition)}*" if partition else ""
+        error = escape_mrkdwn(
+            shorten(str(payload.get("error") or "no error message"), 1500, one_line=False)
+        )
+        blocks.append(
+            section(
+                f":x: Job `{escape_mrkdwn(payload.get('job', '?'))}`{on_partition}: "
+                f"{slack_link(run_url(dagster_url, run_id), f'run {run_id[:8]}')} failed.\n"
+                f"```{error}```"
+            )
+        )
+    jobs = ", ".join(sorted({str(a.payload.get("job", "?")) for a in alerts}))
+    text = escape_mrkdwn(f"Seer: {len(alerts)} failed run(s) of {jobs}")
+    return SlackMessage(text=text, blocks=blocks)
+
+
+def build_freshness_message(
+    alerts: Sequence[Alert], dagster_url: str = DEFAULT_DAGSTER_URL
+) -> SlackMessage:
+    """A daily partition that has not materialized by its deadline."""
+    blocks: list[dict[str, Any]] = [header("Seer: metrics are late")]
+    for alert in alerts:
+        payload = alert.payload
+        blocks.append(
+            section(
+                f":hourglass: Partition *{alert.partition_date}* of "
+                f"`{escape_mrkdwn(payload.get('asset', alert.slice))}` has not materialized by "
+                f"the deadline {escape_mrkdwn(payload.get('deadline', '?'))}. Last materialized "
+                f"partition: {escape_mrkdwn(payload.get('latest_partition') or 'none')}. "
+                f"{slack_link(dagster_url.rstrip('/') + '/runs', 'Open Dagster')}"
+            )
+        )
+    text = f"Seer: {len(alerts)} partition(s) late"
+    return SlackMessage(text=text, blocks=blocks)
+
+
+_CONSOLE_LINK = re.compile(r"<([^<>|]+)\|([^<>]+)>")
+_CONSOLE_ICON = re.compile(
+    r":(red_circle|large_orange_circle|white_circle|x|hourglass|white_check_mark): "
+)
+_CONSOLE_BOLD = re.compile(r"\*([^*\n]+)\*")
+
+
+def render_console(message: SlackMessage) -> str:
+    """A plain-text rendering for the log and the terminal."""
+    lines: list[str] = []
+    for block in message.blocks:
+        if block["type"] == "divider":
+            lines.append("-" * 60)
+        elif block["type"] in ("header", "section"):
+            lines.append(block["text"]["text"])
+        elif block["type"] == "context":
+            lines.extend("  " + element["text"] for element in block["elements"])
+    text = "\n".join(lines)
+    text = _CONSOLE_LINK.sub(lambda m: f"{m.group(2)} ({m.group(1)})", text)
+    text = _CONSOLE_ICON.sub("", text)
+    text = _CONSOLE_BOLD.sub(lambda m: m.group(1), text)
+    for escaped, raw in (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&")):
+        text = text.replace(escaped, raw)
+    return text

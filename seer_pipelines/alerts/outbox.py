@@ -1,0 +1,320 @@
+"""The `seer_alerts` outbox: one row per (partition day, kind, rule, slice).
+
+A check run records its failing outcomes here, then delivers what is pending. A row is
+`pending` until a message carrying it was accepted, then `sent`; a Slack failure leaves
+it `pending` with the error and the attempt count, for the next run or the retry sensor.
+Re-running a partition re-posts only when the outcome fingerprint (rule, slice, status,
+severity, threshold, baseline) of some row changed. A row is `resolved` only when its
+check passes: `not_enough_data`, `no_baseline`, errors or a missing slice leave it as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+import sqlalchemy as sa
+
+from seer_metrics.events import finite_json
+from seer_metrics.redaction import shorten
+from seer_metrics.rules import CheckOutcome
+from seer_pipelines.resources import utc_now
+
+ALERTS_TABLE = "seer_alerts"
+KIND_CHECK = "check"
+KIND_RUN_FAILURE = "run_failure"
+KIND_FRESHNESS = "freshness"
+PENDING, SENT, RESOLVED = "pending", "sent", "resolved"
+
+
+@lru_cache(maxsize=16)
+def alerts_table(schema: str | None = None) -> sa.Table:
+    metadata = sa.MetaData(schema=schema)
+    return sa.Table(
+        ALERTS_TABLE,
+        metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("partition_date", sa.Date, nullable=False),
+        sa.Column("kind", sa.String(32), nullable=False),
+        sa.Column("rule", sa.String(128), nullable=False),
+        sa.Column("slice", sa.Text, nullable=False),
+        sa.Column("severity", sa.String(8), nullable=False),
+        sa.Column("state", sa.String(16), nullable=False),
+        sa.Column("fingerprint", sa.String(64), nullable=False),
+        sa.Column("payload", sa.JSON, nullable=False),
+        sa.Column("run_id", sa.String(64)),
+        sa.Column("attempts", sa.Integer, nullable=False, default=0),
+        sa.Column("last_error", sa.Text),
+        sa.Column("next_attempt_at", sa.DateTime(timezone=True)),
+        sa.Column("delivered_to", sa.String(255)),
+        sa.Column("slack_ts", sa.String(64)),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("sent_at", sa.DateTime(timezone=True)),
+        sa.UniqueConstraint("partition_date", "kind", "rule", "slice", name="uq_seer_alerts_key"),
+    )
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """Stored timestamps are UTC; SQLite (and older naive columns) hand them back naive."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def as_date(value: date | str) -> date:
+    """A `date` column's value: SQLite may hand back text."""
+    return value if isinstance(value, date) else date.fromisoformat(str(value)[:10])
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One outbox row."""
+
+    id: int
+    partition_date: date
+    kind: str
+    rule: str
+    slice: str
+    severity: str
+    state: str
+    fingerprint: str
+    payload: dict[str, Any]
+    run_id: str | None
+    attempts: int = 0
+    last_error: str | None = None
+    next_attempt_at: datetime | None = None
+    delivered_to: str | None = None
+    slack_ts: str | None = None
+    sent_at: datetime | None = None
+
+
+def outcome_fingerprint(outcome: CheckOutcome | Mapping[str, Any]) -> str:
+    """The verdict of a check on a slice, not its exact numbers (which an LLM judge wobbles)."""
+    data = outcome.to_dict() if isinstance(outcome, CheckOutcome) else dict(outcome)
+    keys = ("rule", "slice", "status", "severity", "statistic", "threshold", "baseline_label")
+    verdict = {key: data.get(key) for key in keys}
+    return hashlib.sha256(json.dumps(verdict, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class RecordSummary:
+    """What recording one partition's outcomes changed in the outbox."""
+
+    new_or_changed: int
+    unchanged: int
+    resolved: int
+
+
+AlertItem = tuple[str, str, str, dict[str, Any]]  # rule, slice, severity, payload
+
+
+class AlertOutbox:
+    """The `seer_alerts` table in the warehouse; every method is one short transaction."""
+
+    def __init__(self, engine: sa.Engine, schema: str | None = None) -> None:
+        self.engine = engine
+        self.table = alerts_table(schema)
+        self._created = False
+
+    def ensure_table(self) -> None:
+        if not self._created:
+            self.table.metadata.create_all(self.engine, tables=[self.table], checkfirst=True)
+            self._created = True
+
+    @staticmethod
+    def _alert(row: Any) -> Alert:
+        values = dict(row._mapping)
+        payload = values["payload"]
+        if isinstance(payload, str):
+            payload = json.loads(payload)
+        return Alert(
+            id=values["id"],
+            partition_date=as_date(values["partition_date"]),
+            kind=values["kind"],
+            rule=values["rule"],
+            slice=values["slice"],
+            severity=values["severity"],
+            state=values["state"],
+            fingerprint=values["fingerprint"],
+            payload=payload or {},
+            run_id=values["run_id"],
+            attempts=values["attempts"] or 0,
+            last_error=values["last_error"],
+            next_attempt_at=as_utc(values["next_attempt_at"]),
+            delivered_to=values["delivered_to"],
+            slack_ts=values["slack_ts"],
+            sent_at=as_utc(values["sent_at"]),
+        )
+
+    def record(
+        self,
+        partition_date: date,
+        kind: str,
+        items: Sequence[AlertItem],
+        run_id: str | None,
+        resolve: Collection[tuple[str, str]] = (),
+    ) -> RecordSummary:
+        """Upsert (rule, slice, severity, payload) rows of one partition and kind.
+
+        A row whose fingerprint is unchanged keeps its state (no new post); a new or
+        changed one becomes pending. Active rows whose (rule, slice) is in `resolve` (their
+        check passes now) become resolved; every other row is left as it is.
+        """
+        self.ensure_table()
+        table = self.table
+        now = utc_now()
+        new_or_changed = unchanged = resolved = 0
+        with self.engine.begin() as connection:
+            existing = {
+                (row.rule, row.slice): row
+                for row in connection.execute(
+                    sa.select(table).where(
+                        table.c.partition_date == partition_date, table.c.kind == kind
+                    )
+                )
+            }
+            for rule, slice_label, severity, payload in items:
+                payload = finite_json(payload)
+                fingerprint = outcome_fingerprint(payload)
+                row = existing.get((rule, slice_label))
+                if row is not None and row.fingerprint == fingerprint and row.state != RESOLVED:
+                    unchanged += 1
+                    continue
+                new_or_changed += 1
+                values = {
+                    "severity": severity,
+                    "state": PENDING,
+                    "fingerprint": fingerprint,
+                    "payload": payload,
+                    "run_id": run_id,
+                    "attempts": 0,
+                    "last_error": None,
+                    "next_attempt_at": None,
+                    "updated_at": now,
+                }
+                if row is None:
+                    connection.execute(
+                        table.insert().values(
+                            partition_date=partition_date,
+                            kind=kind,
+                            rule=rule,
+                            slice=slice_label,
+                            created_at=now,
+                            **values,
+                        )
+                    )
+                else:
+                    connection.execute(table.update().where(table.c.id == row.id).values(**values))
+            for key in resolve:
+                row = existing.get(key)
+                if row is not None and row.state != RESOLVED:
+                    resolved += 1
+                    connection.execute(
+                        table.update()
+                        .where(table.c.id == row.id)
+                        .values(state=RESOLVED, updated_at=now, next_attempt_at=None)
+                    )
+        return RecordSummary(new_or_changed, unchanged, resolved)
+
+    def record_check_outcomes(
+        self, partition_date: date, outcomes: Iterable[CheckOutcome], run_id: str | None
+    ) -> RecordSummary:
+        """Record the failing outcomes of a partition; passing ones resolve earlier rows."""
+        items = [(o.rule, o.slice, o.severity, o.to_dict()) for o in outcomes if o.failed]
+        failing = {(rule, label) for rule, label, _, _ in items}
+        earlier = {(a.rule, a.slice) for a in self.rows(partition_date, KIND_CHECK)}
+        return self.record(partition_date, KIND_CHECK, items, run_id, resolve=earlier - failing)
+
+    def rows(
+        self,
+        partition_date: date | None = None,
+        kind: str | None = None,
+        states: Sequence[str] | None = None,
+    ) -> list[Alert]:
+        self.ensure_table()
+        table = self.table
+        query = sa.select(table).order_by(table.c.partition_date, table.c.id)
+        if partition_date is not None:
+            query = query.where(table.c.partition_date == partition_date)
+        if kind is not None:
+            query = query.where(table.c.kind == kind)
+        if states is not None:
+            query = query.where(table.c.state.in_(list(states)))
+        with self.engine.connect() as connection:
+            return [self._alert(row) for row in connection.execute(query)]
+
+    def due_groups(self, now: datetime | None = None, limit: int = 50) -> list[tuple[date, str]]:
+        """(partition_date, kind) groups with pending rows whose retry time has come."""
+        self.ensure_table()
+        table = self.table
+        now = now or utc_now()
+        query = (
+            sa.select(table.c.partition_date, table.c.kind)
+            .where(
+                table.c.state == PENDING,
+                sa.or_(table.c.next_attempt_at.is_(None), table.c.next_attempt_at <= now),
+            )
+            .group_by(table.c.partition_date, table.c.kind)
+            .order_by(table.c.partition_date, table.c.kind)
+            .limit(limit)
+        )
+        with self.engine.connect() as connection:
+            return [(as_date(day), kind) for day, kind in connection.execute(query)]
+
+    def mark_sent(self, alerts: Sequence[Alert], delivered_to: str, slack_ts: str | None) -> None:
+        """Mark the rows that the delivered message carried (unless they changed since).
+
+        `slack_ts` is kept from the FIRST message that carried a row: replies about it
+        (recovered) go into that thread.
+        """
+        table = self.table
+        now = utc_now()
+        with self.engine.begin() as connection:
+            for alert in alerts:
+                values: dict[str, Any] = {
+                    "state": SENT,
+                    "delivered_to": delivered_to,
+                    "slack_ts": alert.slack_ts or slack_ts,
+                    "updated_at": now,
+                    "next_attempt_at": None,
+                    "last_error": None,
+                }
+                if alert.state == PENDING:
+                    values.update(sent_at=now, attempts=alert.attempts + 1)
+                connection.execute(
+                    table.update()
+                    .where(
+                        table.c.id == alert.id,
+                        table.c.fingerprint == alert.fingerprint,
+                        table.c.state != RESOLVED,
+                    )
+                    .values(**values)
+                )
+
+    def mark_failed(
+        self, alerts: Sequence[Alert], error: str, retry_after_seconds: float | None = None
+    ) -> None:
+        """Keep pending rows pending, counting the attempt and keeping the error."""
+        table = self.table
+        now = utc_now()
+        next_attempt = now + timedelta(seconds=retry_after_seconds) if retry_after_seconds else None
+        with self.engine.begin() as connection:
+            for alert in alerts:
+                if alert.state != PENDING:
+                    continue
+                connection.execute(
+                    table.update()
+                    .where(table.c.id == alert.id, table.c.fingerprint == alert.fingerprint)
+                    .values(
+                        attempts=table.c.attempts + 1,
+                        last_error=shorten(error, 1000),
+                        next_attempt_at=next_attempt,
+                        updated_at=now,
+                    )
+                )
