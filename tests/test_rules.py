@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import tomllib
 from pathlib import Path
 
 import pandas as pd
@@ -10,7 +11,9 @@ import pytest
 
 from seer_metrics.rules import (
     DEFAULT_RULES,
+    DEFAULT_RULES_RESOURCE,
     RulesConfigError,
+    default_rules_text,
     evaluate_rules,
     failing,
     load_rules_config,
@@ -377,8 +380,16 @@ def test_threshold_rule_with_confidence_needs_a_clear_breach() -> None:
 # ---------------------------------------------------------------------------- config
 
 
-def test_shipped_rules_file_is_the_builtin_default() -> None:
-    assert load_rules_config(REPO_ROOT / "seer_rules.yaml") == DEFAULT_RULES
+def test_the_packaged_rules_file_is_the_only_source_of_the_defaults() -> None:
+    # one file: no copy at the top level that could drift from the packaged one
+    assert not (REPO_ROOT / "seer_rules.yaml").exists()
+    packaged = REPO_ROOT / "seer_metrics" / "rules" / DEFAULT_RULES_RESOURCE
+    assert packaged.read_text(encoding="utf-8") == default_rules_text()
+    assert load_rules_config(packaged) == DEFAULT_RULES
+    package_data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]
+    assert f"rules/{DEFAULT_RULES_RESOURCE}" in package_data["seer_metrics"]
 
 
 def test_rules_file_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -419,7 +430,10 @@ GOOD_RULE = {
         ({"rules": [{**GOOD_RULE, "statistic": "mean_vibes"}]}, r"\.statistic"),
         ({"rules": [{**GOOD_RULE, "name": "has space"}]}, r"rules\[0\]\.name"),
         ({"rules": [{**GOOD_RULE, "slices": ["prod"]}]}, "must be 'all', '\\*' or 'key=value'"),
-        ({"rules": [{**GOOD_RULE, "baseline": {"trailing_days": 3}}]}, "only for drop rules"),
+        (
+            {"rules": [{**GOOD_RULE, "baseline": {"trailing_days": 3}}]},
+            r"\(r\)\.baseline: only for drop rules, or for a threshold rule on a share",
+        ),
         (
             {"rules": [{**GOOD_RULE, "kind": "drop", "statistic": "share_recall_below_1"}]},
             r"\.statistic: expected one of \['mean_recall'",

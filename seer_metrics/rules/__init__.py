@@ -1,0 +1,105 @@
+"""Alert rules on the per-(day, slice) table: service levels, drops, baselines, incidents.
+
+Pure Python (no Dagster): `evaluate_rules(config, today, history)` turns the slice rows of
+one day, plus earlier days for baselines, into a list of `CheckOutcome`, one per (rule,
+slice in the rule's scope). The Dagster checks, the Slack message and the docs
+(`docs/alerts.md`) are built on that list.
+
+Modules: `model` (rules, config, outcomes), `config` (the rules file, parsed by pydantic;
+the defaults are the packaged `default_rules.yaml`), `scope` (slice patterns),
+`statistics` (pooling, noise, Wilson bounds, false-discovery control), `evaluation`,
+`wording` (every sentence about an outcome).
+"""
+
+from seer_metrics.rules.config import (
+    DEFAULT_RULES_RESOURCE,
+    RULES_FILE_ENV,
+    default_rules,
+    default_rules_text,
+    load_rules_config,
+    parse_rules_config,
+    rules_file_path,
+)
+from seer_metrics.rules.evaluation import control_false_discoveries, evaluate_rules, failing
+from seer_metrics.rules.model import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_FALSE_DISCOVERY_RATE,
+    DEFAULT_MINIMUM_SAMPLE,
+    DEFAULT_TRAILING_DAYS,
+    DROP_STATISTICS,
+    SEVERITIES,
+    SHARE_STATISTICS,
+    STATISTICS,
+    Baseline,
+    CheckOutcome,
+    Comparison,
+    Priority,
+    Rule,
+    RuleKind,
+    RulesConfig,
+    RulesConfigError,
+    Severity,
+    SliceOverride,
+    Status,
+    as_date,
+)
+from seer_metrics.rules.scope import in_scope, slice_components, slice_matches
+from seer_metrics.rules.statistics import (
+    PooledSample,
+    benjamini_hochberg,
+    daily_spread,
+    one_sided_p_value,
+    pool_groups,
+    wilson_interval,
+    z_value,
+)
+from seer_metrics.rules.wording import format_value, outcome_summary, statistic_label
+
+DEFAULT_RULES: RulesConfig = default_rules()
+
+__all__ = [
+    "DEFAULT_CONFIDENCE",
+    "DEFAULT_FALSE_DISCOVERY_RATE",
+    "DEFAULT_MINIMUM_SAMPLE",
+    "DEFAULT_RULES",
+    "DEFAULT_RULES_RESOURCE",
+    "DEFAULT_TRAILING_DAYS",
+    "DROP_STATISTICS",
+    "RULES_FILE_ENV",
+    "SEVERITIES",
+    "SHARE_STATISTICS",
+    "STATISTICS",
+    "Baseline",
+    "CheckOutcome",
+    "Comparison",
+    "PooledSample",
+    "Priority",
+    "Rule",
+    "RuleKind",
+    "RulesConfig",
+    "RulesConfigError",
+    "Severity",
+    "SliceOverride",
+    "Status",
+    "as_date",
+    "benjamini_hochberg",
+    "control_false_discoveries",
+    "daily_spread",
+    "default_rules",
+    "default_rules_text",
+    "evaluate_rules",
+    "failing",
+    "format_value",
+    "in_scope",
+    "load_rules_config",
+    "one_sided_p_value",
+    "outcome_summary",
+    "parse_rules_config",
+    "pool_groups",
+    "rules_file_path",
+    "slice_components",
+    "slice_matches",
+    "statistic_label",
+    "wilson_interval",
+    "z_value",
+]

@@ -1,0 +1,401 @@
+"""The rules file: YAML -> pydantic models -> the rule model, errors naming the key at fault.
+
+The default rules ship inside the package (`default_rules.yaml`, the file `DEFAULT_RULES`
+is loaded from); a rules file given by path replaces them, and a file without a `rules`
+list keeps the default rules with its own settings.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
+
+from seer_metrics.rules.model import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_FALSE_DISCOVERY_RATE,
+    DEFAULT_HIGH_PRIORITY_SLICES,
+    DEFAULT_MINIMUM_SAMPLE,
+    DEFAULT_TRAILING_DAYS,
+    DROP_STATISTICS,
+    RULE_KINDS,
+    SEVERITIES,
+    SHARE_STATISTICS,
+    STATISTICS,
+    Baseline,
+    Comparison,
+    Priority,
+    Rule,
+    RuleKind,
+    RulesConfig,
+    RulesConfigError,
+    Severity,
+    SliceOverride,
+)
+from seer_metrics.slices import ALL_SLICE
+
+RULES_FILE_ENV = "SEER_RULES_FILE"
+DEFAULT_RULES_RESOURCE = "default_rules.yaml"
+RULE_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _KeyError(ValueError):
+    """A check across fields of one section that blames one of its keys (or none)."""
+
+    def __init__(self, key: str | None, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+# ---------------------------------------------------------------------------------------
+# Field types: each check words its error the same way everywhere.
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"expected an integer >= 1, got {value!r}")
+    return value
+
+
+def _choice(choices: Sequence[str], fold_case: bool = False):
+    def check(value: Any) -> str:
+        if fold_case and isinstance(value, str) and value.upper() in choices:
+            return value.upper()
+        if value not in choices:
+            raise ValueError(f"expected one of {list(choices)}, got {value!r}")
+        return value
+
+    return check
+
+
+def _probability(low: float, high: float, closed_low: bool):
+    def check(value: Any) -> float:
+        number = _number(value)
+        inside = (low <= number if closed_low else low < number) and number < high
+        if not inside:
+            opening = "[" if closed_low else "("
+            raise ValueError(
+                f"expected a probability in {opening}{low:g}, {high:g}), got {value!r}"
+            )
+        return number
+
+    return check
+
+
+def _patterns(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"expected a list of slice patterns, got {value!r}")
+    for pattern in value:
+        if pattern not in ("*", ALL_SLICE) and "=" not in pattern:
+            raise ValueError(
+                f"slice pattern {pattern!r} must be 'all', '*' or 'key=value' "
+                "(the value may use * and ? wildcards)"
+            )
+    return tuple(value)
+
+
+def _one_slice(value: Any) -> str:
+    (label,) = _patterns([value])
+    if any(ch in label for ch in "*?[") or label == "*":
+        raise ValueError(f"must name one slice, got {label!r}")
+    return label
+
+
+def _rule_name(value: Any) -> str:
+    if not isinstance(value, str) or not RULE_NAME_PATTERN.match(value):
+        raise ValueError(f"expected an identifier (letters, digits, _), got {value!r}")
+    return value
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("expected text")
+    return value
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
+Number = Annotated[float, BeforeValidator(_number)]
+PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
+SeverityName = Annotated[Severity, BeforeValidator(_choice(SEVERITIES, fold_case=True))]
+Confidence = Annotated[float, BeforeValidator(_probability(0.5, 1.0, closed_low=True))]
+Rate = Annotated[float, BeforeValidator(_probability(0.0, 1.0, closed_low=False))]
+Patterns = Annotated[tuple[str, ...], BeforeValidator(_patterns)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OverrideModel(_Section):
+    slices: Patterns
+    threshold: Number | None = None
+    severity: SeverityName | None = None
+    enabled: Annotated[bool, BeforeValidator(_flag)] | None = None
+    minimum_sample: PositiveInt | None = None
+
+
+class BaselineModel(_Section):
+    trailing_days: PositiveInt = DEFAULT_TRAILING_DAYS
+    slice: Annotated[str, BeforeValidator(_one_slice)] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind_of_baseline(self) -> BaselineModel:
+        if self.slice is not None and "trailing_days" in self.model_fields_set:
+            raise _KeyError(None, "give either trailing_days or slice, not both")
+        return self
+
+
+class RuleModel(_Section):
+    name: Annotated[str, BeforeValidator(_rule_name)]
+    kind: Annotated[RuleKind, BeforeValidator(_choice(RULE_KINDS))]
+    statistic: Annotated[str, BeforeValidator(_choice(tuple(STATISTICS)))]
+    threshold: Number
+    severity: SeverityName
+    comparison: Annotated[Comparison, BeforeValidator(_choice(("below", "above")))] = "below"
+    priority: Annotated[Priority, BeforeValidator(_choice(("high", "other", "any")))] = "any"
+    slices: Patterns = ("*",)
+    exclude_slices: Annotated[tuple[str, ...], BeforeValidator(lambda v: _patterns(v or []))] = ()
+    baseline: BaselineModel | None = None
+    confidence: Confidence | None = None
+    minimum_sample: PositiveInt | None = None
+    overrides: tuple[OverrideModel, ...] = ()
+    description: Annotated[str, BeforeValidator(_text)] = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RuleModel:
+        given = self.model_fields_set
+        if self.kind == "drop":
+            if self.statistic not in DROP_STATISTICS:
+                raise _KeyError(
+                    "statistic",
+                    f"expected one of {list(DROP_STATISTICS)}, got {self.statistic!r}",
+                )
+            if self.threshold < 0:
+                raise _KeyError("threshold", f"a drop must be >= 0, got {self.threshold}")
+            if "comparison" in given:
+                raise _KeyError("comparison", "only for threshold rules")
+        elif self.baseline is not None:
+            if self.statistic not in SHARE_STATISTICS:
+                raise _KeyError(
+                    "baseline",
+                    "only for drop rules, or for a threshold rule on a share "
+                    f"({list(SHARE_STATISTICS)}) compared with the slice's normal share",
+                )
+            if self.baseline.slice is not None:
+                raise _KeyError("baseline", "a threshold rule compares with trailing days only")
+        if self.statistic.startswith("p10_") and self.confidence is not None:
+            raise _KeyError("confidence", "not available for a p10 statistic")
+        return self
+
+    def to_rule(self) -> Rule:
+        tested = self.kind == "drop" or self.baseline is not None
+        confidence = self.confidence
+        if "confidence" not in self.model_fields_set and tested:
+            confidence = DEFAULT_CONFIDENCE
+        baseline = self.baseline
+        if self.kind == "drop" and baseline is None:
+            baseline = BaselineModel()
+        return Rule(
+            name=self.name,
+            kind=self.kind,
+            statistic=self.statistic,
+            threshold=self.threshold,
+            severity=self.severity,
+            comparison=self.comparison,
+            priority=self.priority,
+            slices=self.slices,
+            exclude_slices=self.exclude_slices,
+            baseline=None
+            if baseline is None
+            else Baseline(trailing_days=baseline.trailing_days, slice=baseline.slice),
+            confidence=confidence,
+            minimum_sample=self.minimum_sample,
+            overrides=tuple(
+                SliceOverride(
+                    slices=o.slices,
+                    threshold=o.threshold,
+                    severity=o.severity,
+                    enabled=o.enabled,
+                    minimum_sample=o.minimum_sample,
+                )
+                for o in self.overrides
+            ),
+            description=self.description,
+        )
+
+
+class RulesFileModel(_Section):
+    high_priority_slices: Annotated[
+        tuple[str, ...], BeforeValidator(lambda v: _patterns(v) if v else ())
+    ] = DEFAULT_HIGH_PRIORITY_SLICES
+    minimum_sample: PositiveInt = DEFAULT_MINIMUM_SAMPLE
+    false_discovery_rate: Rate | None = DEFAULT_FALSE_DISCOVERY_RATE
+    rules: tuple[RuleModel, ...] | None = None
+
+
+# ---------------------------------------------------------------------------------------
+# Errors: pydantic's locations and messages -> one line per error naming the key at fault.
+
+_SECTION_KEYS = {
+    "file": tuple(RulesFileModel.model_fields),
+    "rule": tuple(RuleModel.model_fields),
+    "override": tuple(OverrideModel.model_fields),
+    "baseline": tuple(BaselineModel.model_fields),
+}
+
+
+def _section_of(loc: Sequence[str | int]) -> str:
+    if len(loc) <= 1:
+        return "file"
+    if len(loc) == 2:
+        return "rule"
+    return "override" if loc[2] == "overrides" else "baseline"
+
+
+def _place(loc: Sequence[str | int], raw: Any) -> str:
+    """`rules[2] (precision_tail).threshold` for the location ('rules', 2, 'threshold')."""
+    parts: list[str] = []
+    node: Any = raw
+    for index, step in enumerate(loc):
+        if isinstance(step, int):
+            parts[-1] = f"{parts[-1]}[{step}]"
+            node = node[step] if isinstance(node, list | tuple) and step < len(node) else None
+            if index == 1 and isinstance(node, Mapping):
+                name = node.get("name")
+                later = loc[2:3]
+                if isinstance(name, str) and RULE_NAME_PATTERN.match(name) and later != ("name",):
+                    parts[-1] = f"{parts[-1]} ({name})"
+        else:
+            parts.append(step if not parts else f".{step}")
+            node = node.get(step) if isinstance(node, Mapping) else None
+    return "".join(parts)
+
+
+def _error_lines(error: ValidationError, raw: Any, source: str) -> list[str]:
+    lines: list[str] = []
+    unknown: dict[tuple[str | int, ...], list[str]] = {}
+    for item in error.errors():
+        loc = tuple(item["loc"])
+        kind = item["type"]
+        if kind == "extra_forbidden":
+            unknown.setdefault(loc[:-1], []).append(str(loc[-1]))
+            continue
+        cause = (item.get("ctx") or {}).get("error")
+        if isinstance(cause, _KeyError) and cause.key is not None:
+            loc = (*loc, cause.key)
+        if kind == "missing":
+            message = "required"
+        elif isinstance(cause, ValueError):
+            message = str(cause)
+        elif kind in ("model_type", "model_attributes_type", "dict_type"):
+            message = f"expected a mapping, got {type(item['input']).__name__}"
+        elif kind in ("tuple_type", "list_type") and loc == ("rules",):
+            message = "expected a list of rules"
+        elif kind in ("tuple_type", "list_type"):
+            message = "expected a list"
+        else:
+            message = item["msg"]
+        place = _place(loc, raw)
+        lines.append(f"{source}: {place}: {message}" if place else f"{source}: {message}")
+    for loc, keys in unknown.items():
+        allowed = sorted(_SECTION_KEYS[_section_of(loc)])
+        place = _place(loc, raw)
+        text = f"unknown key(s) {sorted(keys)}; allowed: {allowed}"
+        lines.append(f"{source}: {place}: {text}" if place else f"{source}: {text}")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------
+# Parsing and loading.
+
+
+def parse_rules_config(raw: Any, source: str = "rules") -> RulesConfig:
+    """Validate a mapping (the parsed YAML) into a `RulesConfig`.
+
+    Without a `rules` list the default rules are kept; every error names its key, e.g.
+    `seer_rules.yaml: rules[2] (precision_tail).threshold: expected a number, got 'high'`.
+    """
+    raw = {} if raw is None else raw
+    if not isinstance(raw, Mapping):
+        raise RulesConfigError(f"{source}: expected a mapping, got {type(raw).__name__}")
+    try:
+        parsed = RulesFileModel.model_validate(raw)
+    except ValidationError as error:
+        raise RulesConfigError("\n".join(_error_lines(error, raw, source))) from None
+    if parsed.rules is None:
+        rules = default_rules().rules
+    else:
+        rules = tuple(model.to_rule() for model in parsed.rules)
+    names = [rule.name for rule in rules]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise RulesConfigError(f"{source}: rules: duplicate rule name(s) {duplicates}")
+    return RulesConfig(
+        rules=rules,
+        high_priority_slices=parsed.high_priority_slices,
+        minimum_sample=parsed.minimum_sample,
+        false_discovery_rate=parsed.false_discovery_rate,
+    )
+
+
+def _read_yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise RulesConfigError(f"{source}: not valid YAML: {error}") from error
+
+
+def default_rules_text() -> str:
+    """The packaged rules file, commented: the starting point of a custom rules file."""
+    return resources.files(__package__).joinpath(DEFAULT_RULES_RESOURCE).read_text("utf-8")
+
+
+@cache
+def default_rules() -> RulesConfig:
+    """The rules Seer runs when no rules file is given (the packaged `default_rules.yaml`)."""
+    raw = _read_yaml(default_rules_text(), DEFAULT_RULES_RESOURCE)
+    if not isinstance(raw, Mapping) or "rules" not in raw:
+        raise RulesConfigError(f"{DEFAULT_RULES_RESOURCE}: the packaged file must list rules")
+    return parse_rules_config(raw, source=DEFAULT_RULES_RESOURCE)
+
+
+def rules_file_path(path: str | os.PathLike[str] | None = None) -> Path | None:
+    """The rules file in effect: `path`, else $SEER_RULES_FILE; None means the defaults."""
+    if path is not None and str(path):
+        return Path(path)
+    from_env = os.environ.get(RULES_FILE_ENV)
+    return Path(from_env) if from_env else None
+
+
+def load_rules_config(path: str | os.PathLike[str] | None = None) -> RulesConfig:
+    """Load the rules file in effect (see `rules_file_path`); the packaged defaults when none."""
+    resolved = rules_file_path(path)
+    if resolved is None:
+        return default_rules()
+    if not resolved.is_file():
+        raise RulesConfigError(
+            f"rules file {resolved} does not exist (from {RULES_FILE_ENV} or the path given)"
+        )
+    raw = _read_yaml(resolved.read_text(encoding="utf-8"), str(resolved))
+    return parse_rules_config(raw, source=str(resolved))

@@ -1,0 +1,440 @@
+"""Apply the rules to one day of the slice table: `evaluate_rules` -> `CheckOutcome`s.
+
+Threshold rules are service levels: a slice statistic against a fixed line, or against the
+slice's own normal level (the median of its trailing daily values) by a margin beyond
+noise. Drop rules are changes: with `d = baseline - observed` and
+`se = sqrt(s_obs^2/n_obs + s_base^2/n_base + tau^2)`, a drop fails when `d >= threshold`
+and `d >= z * se` (`z` the one-sided quantile of the rule's confidence), and then only if
+its one-sided p-value survives Benjamini-Hochberg across all drop tests of the day (every
+slice, every drop rule) at the configured false-discovery rate. `tau^2` is the day-to-day
+variance of the baseline's daily means beyond their sampling noise (0 for a same-day
+baseline), so a metric that wobbles from day to day needs a larger drop to alert.
+
+Below the minimum sample size (events with a defined value of the statistic) a rule
+reports `not_enough_data`, never a pass or a fail.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import date, timedelta
+from statistics import median
+from typing import Any
+
+import pandas as pd
+
+from seer_metrics.rules import wording
+from seer_metrics.rules.model import (
+    SHARE_STATISTICS,
+    STATISTICS,
+    CheckOutcome,
+    Rule,
+    RulesConfig,
+    Severity,
+    as_date,
+)
+from seer_metrics.rules.scope import in_scope, slice_matches
+from seer_metrics.rules.statistics import (
+    PooledSample,
+    benjamini_hochberg,
+    one_sided_p_value,
+    pool_groups,
+    share_std,
+    wilson_interval,
+    z_value,
+)
+
+_TOLERANCE = 1e-12
+
+
+def _float(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def _count(value: Any) -> int:
+    number = _float(value)
+    return int(number) if number is not None else 0
+
+
+@dataclass(frozen=True)
+class _Effective:
+    """A rule's settings on one slice, after its overrides."""
+
+    threshold: float
+    severity: Severity
+    enabled: bool
+    minimum_sample: int
+
+
+def _effective(rule: Rule, label: str, default_minimum: int) -> _Effective:
+    settings = _Effective(
+        threshold=rule.threshold,
+        severity=rule.severity,
+        enabled=True,
+        minimum_sample=rule.minimum_sample or default_minimum,
+    )
+    for override in rule.overrides:
+        if slice_matches(label, override.slices):
+            settings = replace(
+                settings,
+                threshold=override.threshold
+                if override.threshold is not None
+                else settings.threshold,
+                severity=override.severity or settings.severity,
+                enabled=override.enabled if override.enabled is not None else settings.enabled,
+                minimum_sample=override.minimum_sample or settings.minimum_sample,
+            )
+    return settings
+
+
+@dataclass(frozen=True)
+class _DailyValues:
+    """One slice's trailing days for one statistic: value, spread and count per day."""
+
+    values: list[float]
+    stds: list[float]
+    counts: list[int]
+
+
+def _daily_values(rule: Rule, past: pd.DataFrame | None, day: date) -> _DailyValues:
+    statistic = rule.statistic
+    count_column = STATISTICS[statistic][0]
+    std_column = statistic.replace("mean_", "std_")
+    result = _DailyValues([], [], [])
+    if past is None or past.empty or rule.baseline is None:
+        return result
+    start = day - timedelta(days=rule.baseline.trailing_days)
+    for row in past.to_dict("records"):
+        if not start <= row["_day"] < day:
+            continue
+        value, count = _float(row.get(statistic)), _count(row.get(count_column))
+        if value is None or count == 0:
+            continue
+        result.values.append(value)
+        result.counts.append(count)
+        if statistic in SHARE_STATISTICS:
+            result.stds.append(share_std(value, count))
+        else:
+            result.stds.append(_float(row.get(std_column)) or 0.0)
+    return result
+
+
+def _evaluate_threshold(
+    rule: Rule,
+    row: Mapping[str, Any],
+    settings: _Effective,
+    base: dict[str, Any],
+    past: pd.DataFrame | None,
+) -> CheckOutcome:
+    statistic = rule.statistic
+    observed = _float(row.get(statistic))
+    sample = _count(row.get(STATISTICS[statistic][0]))
+    label = base["slice"]
+    if observed is None or sample < settings.minimum_sample:
+        return CheckOutcome(
+            **base,
+            status="not_enough_data",
+            observed=observed,
+            sample_size=sample,
+            message=wording.not_enough_data(
+                label, sample, wording.statistic_label(statistic), settings.minimum_sample
+            ),
+        )
+    if rule.baseline is not None:
+        return _evaluate_normal_level(rule, settings, base, observed, sample, past)
+    beyond = (
+        observed < settings.threshold
+        if rule.comparison == "below"
+        else observed > settings.threshold
+    )
+    bound_note: tuple[float, float] | None = None
+    if beyond and rule.confidence is not None:
+        if statistic in SHARE_STATISTICS:
+            low, high = wilson_interval(observed, sample, rule.confidence)
+        else:
+            std = _float(row.get(statistic.replace("mean_", "std_"))) or 0.0
+            half = z_value(rule.confidence) * std / math.sqrt(sample)
+            low, high = observed - half, observed + half
+        bound = high if rule.comparison == "below" else low
+        beyond = (
+            bound < settings.threshold if rule.comparison == "below" else bound > settings.threshold
+        )
+        bound_note = (rule.confidence, bound)
+    return CheckOutcome(
+        **base,
+        status="fail" if beyond else "pass",
+        observed=observed,
+        sample_size=sample,
+        message=wording.threshold_message(
+            label,
+            statistic,
+            rule.comparison,
+            settings.threshold,
+            observed,
+            sample,
+            beyond,
+            bound_note,
+        ),
+    )
+
+
+def _evaluate_normal_level(
+    rule: Rule,
+    settings: _Effective,
+    base: dict[str, Any],
+    observed: float,
+    sample: int,
+    past: pd.DataFrame | None,
+) -> CheckOutcome:
+    """A share against the slice's normal share: the median of its trailing daily shares.
+
+    The median ignores a regression until it has lasted half the window, so an open
+    incident is not closed by its own days becoming "normal" the day after it opened.
+    """
+    label = base["slice"]
+    statistic = rule.statistic
+    assert rule.baseline is not None
+    baseline_label = f"its normal over {rule.baseline.describe()}"
+    daily = _daily_values(rule, past, base["partition_date"])
+    total = sum(daily.counts)
+    if total < settings.minimum_sample:
+        return CheckOutcome(
+            **base,
+            status="no_baseline",
+            observed=observed,
+            sample_size=sample,
+            baseline_label=baseline_label,
+            baseline_sample_size=total,
+            message=wording.no_baseline(
+                label,
+                wording.statistic_label(statistic),
+                rule.baseline.describe(),
+                total,
+                settings.minimum_sample,
+            ),
+        )
+    normal = median(daily.values)
+    pooled = pool_groups(daily.values, daily.stds, daily.counts)
+    spread = share_std(normal, max(sample, 2)) if statistic in SHARE_STATISTICS else pooled.std
+    standard_error = math.sqrt(spread**2 / sample + spread**2 / total + pooled.between_day_variance)
+    moved = observed - normal if rule.comparison == "above" else normal - observed
+    noise = z_value(rule.confidence) * standard_error if rule.confidence is not None else 0.0
+    failed = moved >= settings.threshold - _TOLERANCE and moved > noise
+    return CheckOutcome(
+        **base,
+        status="fail" if failed else "pass",
+        observed=observed,
+        sample_size=sample,
+        baseline=normal,
+        baseline_label=baseline_label,
+        baseline_sample_size=total,
+        delta=moved,
+        noise=noise,
+        p_value=one_sided_p_value(moved, standard_error),
+        message=wording.normal_level_message(
+            label,
+            statistic,
+            rule.comparison,
+            settings.threshold,
+            observed,
+            sample,
+            normal,
+            len(daily.values),
+            noise,
+            failed,
+        ),
+    )
+
+
+def _evaluate_drop(
+    rule: Rule,
+    row: Mapping[str, Any],
+    settings: _Effective,
+    base: dict[str, Any],
+    baseline: PooledSample | None,
+    baseline_label: str,
+) -> CheckOutcome:
+    metric = rule.statistic.removeprefix("mean_")
+    observed = _float(row.get(rule.statistic))
+    sample = _count(row.get(f"count_{metric}"))
+    label = base["slice"]
+    what = wording.statistic_label(rule.statistic)
+    if observed is None or sample < settings.minimum_sample:
+        return CheckOutcome(
+            **base,
+            status="not_enough_data",
+            observed=observed,
+            sample_size=sample,
+            baseline_label=baseline_label,
+            message=wording.not_enough_data(label, sample, metric, settings.minimum_sample),
+        )
+    if baseline is None or baseline.count < settings.minimum_sample:
+        size = 0 if baseline is None else baseline.count
+        return CheckOutcome(
+            **base,
+            status="no_baseline",
+            observed=observed,
+            sample_size=sample,
+            baseline=None if baseline is None else baseline.mean,
+            baseline_label=baseline_label,
+            baseline_sample_size=size,
+            message=wording.no_baseline(label, what, baseline_label, size, settings.minimum_sample),
+        )
+    delta = baseline.mean - observed
+    observed_std = _float(row.get(f"std_{metric}")) or 0.0
+    standard_error = math.sqrt(
+        observed_std**2 / sample + baseline.std**2 / baseline.count + baseline.between_day_variance
+    )
+    noise = z_value(rule.confidence) * standard_error if rule.confidence is not None else 0.0
+    failed = delta >= settings.threshold - _TOLERANCE and delta > noise
+    return CheckOutcome(
+        **base,
+        status="fail" if failed else "pass",
+        observed=observed,
+        sample_size=sample,
+        baseline=baseline.mean,
+        baseline_label=baseline_label,
+        baseline_sample_size=baseline.count,
+        delta=delta,
+        noise=noise,
+        p_value=one_sided_p_value(delta, standard_error),
+        message=wording.drop_message(
+            label,
+            rule.statistic,
+            observed,
+            sample,
+            baseline.mean,
+            baseline.count,
+            baseline_label,
+            delta,
+            settings.threshold,
+            noise,
+            failed,
+        ),
+    )
+
+
+def _drop_baseline(
+    rule: Rule,
+    today_rows: Mapping[str, Mapping[str, Any]],
+    past: pd.DataFrame | None,
+    day: date,
+) -> tuple[PooledSample | None, str]:
+    assert rule.baseline is not None
+    description = rule.baseline.describe()
+    if rule.baseline.slice is not None:
+        metric = rule.statistic.removeprefix("mean_")
+        other = today_rows.get(rule.baseline.slice)
+        if other is None:
+            return None, description
+        mean, count = _float(other.get(f"mean_{metric}")), _count(other.get(f"count_{metric}"))
+        if mean is None or count == 0:
+            return None, description
+        std = _float(other.get(f"std_{metric}")) or 0.0
+        return pool_groups([mean], [std], [count]), description
+    daily = _daily_values(rule, past, day)
+    if not daily.counts:
+        return None, description
+    return pool_groups(daily.values, daily.stds, daily.counts), description
+
+
+def _history_by_slice(history: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    if history is None or history.empty:
+        return {}
+    frame = history.assign(_day=[as_date(value) for value in history["partition_date"]])
+    return {str(label): group for label, group in frame.groupby("slice", sort=False)}
+
+
+def _day_of(today: pd.DataFrame, partition_date: date | str | None) -> date | None:
+    if partition_date is not None:
+        return as_date(partition_date)
+    days = sorted({as_date(value) for value in today["partition_date"]}) if len(today) else []
+    if len(days) > 1:
+        raise ValueError(f"evaluate_rules got slice rows of several days: {days}")
+    return days[0] if days else None
+
+
+def control_false_discoveries(
+    outcomes: list[CheckOutcome], rate: float | None
+) -> list[CheckOutcome]:
+    """Turn back into passes the failing drops that Benjamini-Hochberg does not keep.
+
+    The tests are every drop outcome of the day with a p-value (all slices, all drop
+    rules), so adding slices does not add false alarms: among the drops that still fail,
+    the expected share of false ones is at most `rate`. `None` keeps each rule's own test.
+    """
+    if rate is None:
+        return outcomes
+    tested = [i for i, o in enumerate(outcomes) if o.kind == "drop" and o.p_value is not None]
+    discoveries = benjamini_hochberg([outcomes[i].p_value or 0.0 for i in tested], rate)
+    result = list(outcomes)
+    for index, kept in zip(tested, discoveries, strict=True):
+        outcome = result[index]
+        if outcome.failed and not kept:
+            result[index] = outcome.replace(
+                status="pass",
+                message=wording.not_a_discovery(
+                    outcome.message, outcome.p_value or 0.0, len(tested), rate
+                ),
+            )
+    return result
+
+
+def evaluate_rules(
+    config: RulesConfig,
+    today: pd.DataFrame,
+    history: pd.DataFrame | None = None,
+    partition_date: date | str | None = None,
+) -> list[CheckOutcome]:
+    """Apply every rule to every slice in its scope for one day.
+
+    `today` holds that day's rows of the slice table; `history` earlier days (any range:
+    each rule takes its own trailing window, the day itself excluded). The day is
+    `partition_date`, else the one day of `today`'s rows.
+    """
+    day = _day_of(today, partition_date)
+    past_by_slice = _history_by_slice(history)
+    today_rows = {str(row["slice"]): row for row in today.to_dict("records")}
+    outcomes: list[CheckOutcome] = []
+    for rule in config.rules:
+        for label, row in today_rows.items():
+            high = slice_matches(label, config.high_priority_slices)
+            if not in_scope(rule, label, high):
+                continue
+            settings = _effective(rule, label, config.minimum_sample)
+            if not settings.enabled:
+                continue
+            base: dict[str, Any] = {
+                "rule": rule.name,
+                "kind": rule.kind,
+                "slice": label,
+                "severity": settings.severity,
+                "statistic": rule.statistic,
+                "threshold": settings.threshold,
+                "partition_date": day,
+                "high_priority": high,
+            }
+            past = past_by_slice.get(label)
+            if rule.kind == "threshold":
+                outcomes.append(_evaluate_threshold(rule, row, settings, base, past))
+            else:
+                baseline, description = _drop_baseline(rule, today_rows, past, day or date.min)
+                outcomes.append(_evaluate_drop(rule, row, settings, base, baseline, description))
+    return control_false_discoveries(outcomes, config.false_discovery_rate)
+
+
+def failing(outcomes: Iterable[CheckOutcome]) -> list[CheckOutcome]:
+    """Failing outcomes, ERROR before WARN, high-priority slices first."""
+    order = {"ERROR": 0, "WARN": 1}
+    return sorted(
+        (o for o in outcomes if o.failed),
+        key=lambda o: (order[o.severity], not o.high_priority, o.rule, o.slice),
+    )

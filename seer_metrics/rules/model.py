@@ -1,0 +1,182 @@
+"""The rule model: what a rule says, what the rules file holds, and the verdict of a check.
+
+A rule is one of two kinds. A `threshold` rule is a service level: a slice statistic
+against a fixed line, or against the slice's own normal level; its failure is an incident,
+opened once and closed by a pass. A `drop` rule is a change alert: a mean metric fell
+against a baseline by at least the rule's threshold and beyond noise; its failure pages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from datetime import date, datetime
+from typing import Any, Literal
+
+from seer_metrics.slices import METRICS
+
+Severity = Literal["WARN", "ERROR"]
+Status = Literal["pass", "fail", "not_enough_data", "no_baseline"]
+RuleKind = Literal["threshold", "drop"]
+Comparison = Literal["below", "above"]
+Priority = Literal["high", "other", "any"]
+
+SEVERITIES: tuple[Severity, ...] = ("WARN", "ERROR")
+RULE_KINDS: tuple[RuleKind, ...] = ("threshold", "drop")
+DEFAULT_MINIMUM_SAMPLE = 30
+DEFAULT_TRAILING_DAYS = 7
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_FALSE_DISCOVERY_RATE = 0.05
+DEFAULT_HIGH_PRIORITY_SLICES = ("env=prod",)
+
+# statistic -> (column counting the events it is computed over, human label)
+STATISTICS: dict[str, tuple[str, str]] = {
+    **{f"mean_{m}": (f"count_{m}", f"mean {m}") for m in METRICS},
+    "p10_recall": ("count_recall", "p10 recall"),
+    "p10_precision": ("count_precision", "p10 precision"),
+    "share_recall_below_1": ("count_recall", "share of events with recall < 1.0"),
+    "share_precision_below_bloat": (
+        "count_precision",
+        "share of events with precision below the bloat line",
+    ),
+}
+SHARE_STATISTICS = ("share_recall_below_1", "share_precision_below_bloat")
+DROP_STATISTICS = tuple(f"mean_{m}" for m in METRICS)
+
+
+class RulesConfigError(ValueError):
+    """A rules file or mapping that cannot be used; the message names the bad key."""
+
+
+@dataclass(frozen=True)
+class SliceOverride:
+    """Per-slice settings of one rule; later overrides win over earlier ones."""
+
+    slices: tuple[str, ...]
+    threshold: float | None = None
+    severity: Severity | None = None
+    enabled: bool | None = None
+    minimum_sample: int | None = None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What a rule compares with: trailing days of the same slice, or another slice."""
+
+    trailing_days: int = DEFAULT_TRAILING_DAYS
+    slice: str | None = None
+
+    def describe(self) -> str:
+        if self.slice is not None:
+            return f"{self.slice} on the same day"
+        return f"the trailing {self.trailing_days} days"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of the rules file.
+
+    A threshold rule with a `baseline` compares the slice with its own normal level (the
+    median of its trailing daily values): it fails when the statistic moved past that
+    normal by at least `threshold`, in the `comparison` direction, beyond noise.
+    """
+
+    name: str
+    kind: RuleKind
+    statistic: str
+    threshold: float
+    severity: Severity
+    comparison: Comparison = "below"
+    priority: Priority = "any"
+    slices: tuple[str, ...] = ("*",)
+    exclude_slices: tuple[str, ...] = ()
+    baseline: Baseline | None = None
+    confidence: float | None = None
+    minimum_sample: int | None = None
+    overrides: tuple[SliceOverride, ...] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind == "drop" and self.baseline is None:
+            object.__setattr__(self, "baseline", Baseline())
+
+    @property
+    def trailing_days(self) -> int:
+        """Days of history the rule reads (0 for none)."""
+        if self.baseline is None or self.baseline.slice is not None:
+            return 0
+        return self.baseline.trailing_days
+
+
+@dataclass(frozen=True)
+class RulesConfig:
+    rules: tuple[Rule, ...]
+    high_priority_slices: tuple[str, ...] = DEFAULT_HIGH_PRIORITY_SLICES
+    minimum_sample: int = DEFAULT_MINIMUM_SAMPLE
+    false_discovery_rate: float | None = DEFAULT_FALSE_DISCOVERY_RATE
+
+    def rule(self, name: str) -> Rule:
+        for rule in self.rules:
+            if rule.name == name:
+                return rule
+        raise KeyError(f"no rule named {name!r}; rules: {[r.name for r in self.rules]}")
+
+    @property
+    def trailing_days(self) -> int:
+        """The longest history any rule reads."""
+        return max((rule.trailing_days for rule in self.rules), default=0)
+
+
+def as_date(value: date | str) -> date:
+    """A partition day from a `date`, a `datetime` or ISO text (its first ten characters)."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value)[:10])
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """The verdict of one rule on one slice of one day.
+
+    `kind` is the rule's kind: a failing `threshold` outcome is a service-level breach
+    (an incident), a failing `drop` outcome a change alert. `p_value` is the one-sided
+    p-value of a drop (or of a move against the slice's normal level) when one was tested.
+    """
+
+    rule: str
+    slice: str
+    status: Status
+    severity: Severity
+    statistic: str
+    observed: float | None
+    threshold: float
+    sample_size: int
+    message: str
+    partition_date: date | None = None
+    baseline: float | None = None
+    baseline_label: str | None = None
+    baseline_sample_size: int | None = None
+    delta: float | None = None
+    noise: float | None = None
+    high_priority: bool = False
+    kind: RuleKind = "threshold"
+    p_value: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.partition_date is not None and not isinstance(self.partition_date, date):
+            object.__setattr__(self, "partition_date", as_date(self.partition_date))
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "fail"
+
+    def replace(self, **changes: Any) -> CheckOutcome:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values (the day as ISO text); `CheckOutcome(**d)` reads it back."""
+        data = asdict(self)
+        if self.partition_date is not None:
+            data["partition_date"] = self.partition_date.isoformat()
+        return data

@@ -1,0 +1,188 @@
+"""Every sentence Seer writes about a rule outcome, and how it writes a statistic's value.
+
+The check results, the Slack alert and the console all word outcomes through here, so a
+figure reads the same wherever it appears: shares as percentages, means with three
+decimals, intersection slices as `env=prod × feature_flag=retrieval-v2`.
+"""
+
+from __future__ import annotations
+
+from seer_metrics.rules.model import SHARE_STATISTICS, STATISTICS, CheckOutcome
+from seer_metrics.rules.scope import slice_components
+
+MINUS = "\u2212"
+
+
+def format_value(statistic: str, value: float | None) -> str:
+    """A statistic's value as text: `12.5%` for shares, `0.812` for means, `n/a` for none."""
+    if value is None:
+        return "n/a"
+    if statistic in SHARE_STATISTICS:
+        return f"{value:.1%}"
+    return f"{value:.3f}"
+
+
+def statistic_label(statistic: str) -> str:
+    """`mean f1`, `share of events with recall < 1.0`, ... (the statistic itself if unknown)."""
+    return STATISTICS.get(statistic, ("", statistic))[1]
+
+
+def metric_name(statistic: str) -> str:
+    """`f1` for `mean_f1`: the short name used in alert headlines."""
+    return statistic.removeprefix("mean_")
+
+
+def slice_title(label: str) -> str:
+    """`env=prod × feature_flag=retrieval-v2` for an intersection slice; other labels as is."""
+    return " × ".join(slice_components(label))
+
+
+def signed(delta: float) -> str:
+    """A change with its sign, a true minus for falls: `−0.330`, `+0.020`."""
+    return f"{MINUS}{-delta:.3f}" if delta < 0 else f"+{delta:.3f}"
+
+
+def not_enough_data(label: str, sample: int, what: str, minimum: int) -> str:
+    return (
+        f"{label}: {sample} events with a defined {what}, fewer than the minimum sample of "
+        f"{minimum}; reported, not alerted"
+    )
+
+
+def no_baseline(label: str, what: str, baseline_label: str, size: int, minimum: int) -> str:
+    return (
+        f"{label}: no baseline to compare {what} with ({baseline_label}: {size} events, "
+        f"minimum {minimum})"
+    )
+
+
+def threshold_message(
+    label: str,
+    statistic: str,
+    comparison: str,
+    line: float,
+    observed: float,
+    sample: int,
+    beyond: bool,
+    bound: tuple[float, float] | None,
+) -> str:
+    """A service level against a fixed line; `bound` is (confidence, bound) when tested."""
+    word = "below" if comparison == "below" else "above"
+    line_text = format_value(statistic, line)
+    if statistic == "share_recall_below_1" and comparison == "above" and line == 0:
+        affected = round(observed * sample)
+        detail = f"{affected} of {sample} events ({observed:.1%}) have recall < 1.0"
+    else:
+        detail = (
+            f"{statistic_label(statistic)} is {format_value(statistic, observed)} "
+            f"over {sample} events"
+        )
+    verdict = (
+        f"{word} the line {line_text}" if beyond else f"within the line ({word} {line_text} alerts)"
+    )
+    note = ""
+    if bound is not None:
+        note = f" ({bound[0]:.0%} bound {format_value(statistic, bound[1])})"
+    return f"{label}: {detail}, {verdict}{note}"
+
+
+def normal_level_message(
+    label: str,
+    statistic: str,
+    comparison: str,
+    margin: float,
+    observed: float,
+    sample: int,
+    normal: float,
+    days: int,
+    noise: float,
+    failed: bool,
+) -> str:
+    """A service level against the slice's own normal level (the median of trailing days)."""
+    moved = observed - normal if comparison == "above" else normal - observed
+    direction = comparison if moved >= 0 else "on the good side of"
+    summary = (
+        f"{label}: {statistic_label(statistic)} is {format_value(statistic, observed)} over "
+        f"{sample} events, {format_value(statistic, abs(moved))} {direction} "
+        f"its normal {format_value(statistic, normal)} (median of {days} days)"
+    )
+    margin_text = format_value(statistic, margin)
+    if failed:
+        return f"{summary}: beyond the margin {margin_text} and the noise {noise:.3f}"
+    if moved >= margin - 1e-12:
+        return f"{summary}: within the noise {noise:.3f}, not alerted"
+    return f"{summary}: within the margin {margin_text}"
+
+
+def drop_message(
+    label: str,
+    statistic: str,
+    observed: float,
+    sample: int,
+    baseline: float,
+    baseline_count: int,
+    baseline_label: str,
+    delta: float,
+    threshold: float,
+    noise: float,
+    failed: bool,
+) -> str:
+    """A change against a baseline: how much, over how many events, against what."""
+    movement = f"fell by {delta:.3f}" if delta >= 0 else f"rose by {-delta:.3f}"
+    summary = (
+        f"{label}: {statistic_label(statistic)} {movement} ({observed:.3f} over {sample} "
+        f"events vs {baseline:.3f} over {baseline_count} events in {baseline_label})"
+    )
+    if failed:
+        reason = f"a drop of at least {threshold:.2f} and beyond the noise {noise:.3f}"
+    elif delta >= threshold - 1e-12:
+        reason = f"but within the noise {noise:.3f}: not alerted"
+    else:
+        reason = f"less than the alerting drop {threshold:.2f}"
+    return f"{summary}, {reason}"
+
+
+def not_a_discovery(message: str, p_value: float, tests: int, rate: float) -> str:
+    """The note added when false-discovery control turns a drop back into a pass."""
+    return (
+        f"{message}; not alerted: p = {p_value:.3g} is not significant among the day's "
+        f"{tests} drop tests at a false-discovery rate of {rate:.0%}"
+    )
+
+
+def outcome_summary(outcome: CheckOutcome) -> str:
+    """One line for an alert: what moved, by how much, against what (plain text)."""
+    statistic = outcome.statistic
+    label = statistic_label(statistic)
+    observed = format_value(statistic, outcome.observed)
+    sample = f"{outcome.sample_size:,}"
+    if outcome.kind == "drop" and outcome.delta is not None and outcome.baseline is not None:
+        noise = f" beyond noise {outcome.noise:.3f}" if outcome.noise is not None else ""
+        return (
+            f"{label} fell by {outcome.delta:.3f}: {observed} over {sample} events vs "
+            f"{format_value(statistic, outcome.baseline)} in "
+            f"{outcome.baseline_label or 'the baseline'} "
+            f"({outcome.baseline_sample_size or 0:,} events); alerts on a drop "
+            f">= {outcome.threshold:.2f}{noise}"
+        )
+    if outcome.baseline is not None:
+        return (
+            f"{label} is {observed} over {sample} events vs its normal "
+            f"{format_value(statistic, outcome.baseline)}; alerts "
+            f"{format_value(statistic, outcome.threshold)} past normal, beyond noise"
+        )
+    if statistic == "share_recall_below_1" and outcome.threshold == 0 and outcome.observed:
+        affected = round(outcome.observed * outcome.sample_size)
+        return (
+            f"{affected:,} of {sample} events have recall < 1.0 ({outcome.observed:.1%}); "
+            "alerts on any"
+        )
+    word = (
+        "above"
+        if outcome.observed is not None and outcome.observed > outcome.threshold
+        else "below"
+    )
+    return (
+        f"{label} is {observed} over {sample} events; alerts {word} "
+        f"{format_value(statistic, outcome.threshold)}"
+    )
