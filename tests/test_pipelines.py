@@ -33,15 +33,15 @@ from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_pipelines.assets.events import retrieval_events
 from seer_pipelines.assets.judgments import event_judgments, judge_partition
 from seer_pipelines.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
-from seer_pipelines.assets.tables import (
+from seer_pipelines.definitions import seer_daily_job
+from seer_pipelines.demo_data.synthetic import generate_events, write_events
+from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,
     JUDGMENTS_TABLE,
     PASSAGE_JUDGMENTS_TABLE,
     SLICE_METRICS_TABLE,
 )
-from seer_pipelines.definitions import seer_daily_job
-from seer_pipelines.demo_data.synthetic import generate_events, write_events
-from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 
 ASSETS = [retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics_asset]
 OUTPUT_TABLES = (JUDGMENTS_TABLE, EVENT_METRICS_TABLE, PASSAGE_JUDGMENTS_TABLE, SLICE_METRICS_TABLE)

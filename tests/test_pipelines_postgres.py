@@ -25,14 +25,14 @@ from test_pipelines import (
     text_events_table,
 )
 
-from seer_pipelines.assets.tables import (
+from seer_pipelines.demo_data.synthetic import write_events
+from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,
     JUDGMENTS_TABLE,
     PASSAGE_JUDGMENTS_TABLE,
     SLICE_METRICS_TABLE,
 )
-from seer_pipelines.demo_data.synthetic import write_events
-from seer_pipelines.resources import WarehouseResource
 
 pytestmark = pytest.mark.postgres
 

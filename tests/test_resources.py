@@ -12,18 +12,17 @@ import sqlalchemy as sa
 from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import parse_timestamp
 from seer_metrics.redaction import redact_url
-from seer_pipelines.assets.tables import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE, output_tables
 from seer_pipelines.demo_data.synthetic import generate_events, write_events
-from seer_pipelines.resources import (
-    EvaluatorResource,
+from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_pipelines.warehouse.day import epoch_text_value
+from seer_pipelines.warehouse.engine import (
     WarehouseConfigError,
-    WarehouseResource,
     default_warehouse_url,
-    epoch_text_value,
     normalise_url,
-    plain_value,
     validate_identifier,
 )
+from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE, output_tables
+from seer_pipelines.warehouse.writer import plain_value
 
 DAY = date(2026, 11, 29)
 

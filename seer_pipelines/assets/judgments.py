@@ -32,9 +32,11 @@ from seer_metrics.events import (
     parse_timestamp,
 )
 from seer_pipelines.assets.events import GROUP_NAME, retrieval_events
-from seer_pipelines.assets.tables import JUDGMENTS_TABLE, table_metadata
+from seer_pipelines.assets.table_schemas import table_metadata
 from seer_pipelines.partitions import daily_partitions, partition_day
-from seer_pipelines.resources import EvaluatorResource, WarehouseResource, day_bounds
+from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_pipelines.warehouse.day import day_bounds
+from seer_pipelines.warehouse.schema import JUDGMENTS_TABLE
 
 # Evaluator-heavy steps share this pool; `dagster instance concurrency set seer_evaluator N`
 # (or dagster.yaml `concurrency.pools`) caps how many judge at once across all runs.

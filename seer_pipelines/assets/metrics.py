@@ -34,15 +34,16 @@ from seer_metrics.slices import (
 from seer_metrics.totals import ScoreTotals
 from seer_pipelines.assets.events import GROUP_NAME
 from seer_pipelines.assets.judgments import event_judgments
-from seer_pipelines.assets.tables import (
+from seer_pipelines.assets.table_schemas import table_metadata
+from seer_pipelines.partitions import daily_partitions, partition_day
+from seer_pipelines.resources import WarehouseConfigError, WarehouseResource
+from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,
     JUDGMENTS_TABLE,
     PASSAGE_JUDGMENTS_TABLE,
     SLICE_METRICS_TABLE,
-    table_metadata,
 )
-from seer_pipelines.partitions import daily_partitions, partition_day
-from seer_pipelines.resources import WarehouseConfigError, WarehouseResource, plain_value
+from seer_pipelines.warehouse.writer import plain_value
 
 USAGE_COLUMNS = ("cache_hit", "model_calls", "prompt_tokens", "completion_tokens", "cost_usd")
 

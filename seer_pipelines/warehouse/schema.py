@@ -1,9 +1,10 @@
-"""The output tables Seer writes to the warehouse, and their Dagster column schemas.
+"""The tables Seer writes to the warehouse (SQLAlchemy), one place for every schema.
 
-Every table carries `partition_date`; a partition is replaced as a whole (see
-`WarehouseResource.partition_writer`). Each table has a `__staging` twin where a run
-stages its rows chunk by chunk before the single swap transaction; every writer's rows
-carry its own `staging_run` id, so runs of the same day never touch each other's rows.
+Every output table carries `partition_date`; a partition is replaced as a whole (see
+`writer.PartitionWriter`). Each table has a `__staging` twin where a run stages its rows
+chunk by chunk before the single swap transaction; every writer's rows carry its own
+`staging_run` id, so runs of the same day never touch each other's rows. The judgment
+cache tables belong to `seer_metrics.cache` (the pure package cannot import this one).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import sqlalchemy as sa
-from dagster import TableColumn, TableSchema
 
 from seer_metrics.slices import SLICE_COLUMNS
 
@@ -170,44 +170,3 @@ def output_tables(schema: str | None) -> OutputTables:
             *(sa.Column(col, _column_type(spec)) for col, spec, _ in columns),
         )
     return OutputTables(metadata, tables, staging)
-
-
-_DAGSTER_TYPES = {
-    sa.Date: "date",
-    sa.DateTime: "timestamp",
-    sa.Boolean: "boolean",
-    sa.Integer: "integer",
-    sa.Float: "float",
-    sa.JSON: "json",
-    sa.Text: "text",
-    sa.String: "text",
-}
-
-
-def _dagster_type(spec: object) -> str:
-    type_class = spec if isinstance(spec, type) else type(spec)
-    for sql_type, name in _DAGSTER_TYPES.items():
-        if issubclass(type_class, sql_type):
-            return name
-    return "text"
-
-
-def table_schema(name: str) -> TableSchema:
-    """The Dagster `TableSchema` of an output table, shown in the UI's column view."""
-    return TableSchema(
-        columns=[
-            TableColumn(col, _dagster_type(spec), description=doc or None)
-            for col, spec, doc in TABLE_COLUMNS[name]
-        ]
-    )
-
-
-def table_metadata(name: str, partition_rows: int | None = None) -> dict[str, object]:
-    """Dagster's standard table metadata keys: the UI shows the columns and row counts."""
-    metadata: dict[str, object] = {
-        "dagster/column_schema": table_schema(name),
-        "dagster/table_name": name,
-    }
-    if partition_rows is not None:
-        metadata["dagster/partition_row_count"] = int(partition_rows)
-    return metadata

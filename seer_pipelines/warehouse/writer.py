@@ -1,0 +1,222 @@
+"""The partition writer: stage a day's rows chunk by chunk, then swap them in at once."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+
+from seer_metrics.events import finite_json
+from seer_pipelines.warehouse.schema import (
+    STAGING_RUN_COLUMN,
+    STAGING_SEQUENCE_COLUMN,
+    STAGING_TIME_COLUMN,
+    TABLE_KEYS,
+    OutputTables,
+)
+
+_PLAIN_TYPES = (str, int, bool, dict, list, date, datetime)
+
+
+def plain_value(value: Any) -> Any:
+    """`value` as the database should get it: pandas' missing-value markers (NaN, NaT,
+    pd.NA) become None (NULL), pandas and numpy scalars become plain Python values, and
+    NaN or infinities inside dicts and lists (JSON columns) become None at any depth.
+
+    Pandas turns None into NaN in text columns and into NaT in timestamp columns; written
+    as is, NaN becomes the text 'NaN' (PostgreSQL) and NaT breaks the insert; PostgreSQL
+    refuses NaN inside JSON.
+    """
+    if value is None:
+        return None
+    kind = type(value)
+    if kind is float:
+        return None if value != value else value
+    if kind is dict or kind is list:
+        return finite_json(value)
+    if value is pd.NaT:
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    if kind in _PLAIN_TYPES:
+        return value
+    if isinstance(value, np.generic):
+        item = value.item()  # numpy's NaT gives None
+        return None if isinstance(item, float) and item != item else item
+    if value is pd.NA:
+        return None
+    return value
+
+
+def utc_now() -> datetime:
+    return datetime.now(tz=UTC)
+
+
+# A writer stages a chunk every few minutes at most; rows of a run that has staged
+# nothing for this long belong to a run that died without cleaning up.
+STALE_STAGING_AFTER = timedelta(hours=24)
+
+
+class StagingLostError(RuntimeError):
+    """The rows a writer staged are not all there any more; nothing was committed."""
+
+
+class PartitionWriter:
+    """Stages one partition's rows chunk by chunk, then swaps them in with one transaction.
+
+    Memory stays bounded (rows go to the `__staging` table as they come) and readers
+    never see half a partition: `commit()` deletes the partition's rows and inserts the
+    staged ones (first row per natural key) in a single transaction. Each writer's rows
+    carry its own id, so two runs of the same day never delete or commit each other's
+    rows; `commit()` refuses to swap when any of its staged rows are missing. Swaps of
+    the same partition are serialised (PostgreSQL: a transaction-scoped advisory lock;
+    SQLite: its single writer), so the last to commit owns the partition.
+    """
+
+    def __init__(self, engine: sa.Engine, tables: OutputTables, name: str, day: date) -> None:
+        self._engine = engine
+        self._name = name
+        self._table = tables[name]
+        self._staging = tables.staging[name]
+        self._key = TABLE_KEYS[name]
+        self._day = day
+        self._run = uuid.uuid4().hex
+        self._sequence = 0
+        self.staged_rows = 0
+        self.committed = False
+        self.remove_stale_staging(utc_now() - STALE_STAGING_AFTER)
+
+    def remove_stale_staging(self, cutoff: datetime) -> int:
+        """Delete the staged rows of other runs that staged nothing since `cutoff` (runs
+        that crashed without cleaning up); rows of live runs are never touched."""
+        staging = self._staging
+        staged_at = staging.c[STAGING_TIME_COLUMN]
+        stale_runs = (
+            sa.select(staging.c[STAGING_RUN_COLUMN])
+            .group_by(staging.c[STAGING_RUN_COLUMN])
+            # No time at all: staged by a Seer version without the column.
+            .having(sa.or_(sa.func.max(staged_at) < cutoff, sa.func.max(staged_at).is_(None)))
+        )
+        with self._engine.begin() as connection:
+            result = connection.execute(
+                staging.delete().where(
+                    staging.c[STAGING_RUN_COLUMN].in_(stale_runs),
+                    staging.c[STAGING_RUN_COLUMN] != self._run,
+                )
+            )
+        return max(int(result.rowcount or 0), 0)
+
+    def write(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Stage rows (dicts keyed by column name; partition_date is set here).
+
+        Every value goes through `plain_value`, so no pandas NaN or NaT reaches a table.
+        """
+        if not rows:
+            return
+        columns = [c.name for c in self._table.columns]
+        now = utc_now()
+        staged = []
+        for row in rows:
+            record = {column: plain_value(row.get(column)) for column in columns}
+            record["partition_date"] = self._day
+            record[STAGING_RUN_COLUMN] = self._run
+            record[STAGING_SEQUENCE_COLUMN] = self._sequence
+            record[STAGING_TIME_COLUMN] = now
+            self._sequence += 1
+            staged.append(record)
+        with self._engine.begin() as connection:
+            connection.execute(self._staging.insert(), staged)
+        self.staged_rows += len(staged)
+
+    def commit(self) -> int:
+        """Replace the partition with the staged rows; returns the number of rows kept.
+
+        Raises `StagingLostError` (and changes nothing) when the staging table no longer
+        holds every row this writer staged, and `RuntimeError` when the partition does not
+        end up with exactly one row per staged key.
+        """
+        staging = self._staging
+        columns = [c.name for c in self._table.columns]
+        mine = staging.c[STAGING_RUN_COLUMN] == self._run
+        first_per_key = (
+            sa.select(sa.func.min(staging.c[STAGING_SEQUENCE_COLUMN]))
+            .where(mine)
+            .group_by(*(staging.c[k] for k in self._key))
+        )
+        kept = sa.select(*(staging.c[c] for c in columns)).where(
+            mine, staging.c[STAGING_SEQUENCE_COLUMN].in_(first_per_key)
+        )
+        where = f"{self._name} partition {self._day}"
+        with self._engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                # Under READ COMMITTED two swaps of the same day do not see each other's
+                # uncommitted rows, so both could commit; this lock (released at commit)
+                # makes the second wait, then replace the first's rows.
+                connection.execute(
+                    sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                    {"key": f"seer:{self._table.fullname}:{self._day.isoformat()}"},
+                )
+            found = connection.execute(
+                sa.select(sa.func.count()).select_from(staging).where(mine)
+            ).scalar_one()
+            if found != self.staged_rows:
+                raise StagingLostError(
+                    f"{where}: this run staged {self.staged_rows} rows but {found} are left "
+                    f"in {staging.name}; nothing was committed, re-run the partition"
+                )
+            keys = connection.execute(
+                sa.select(sa.func.count()).select_from(first_per_key.subquery())
+            ).scalar_one()
+            connection.execute(
+                self._table.delete().where(self._table.c.partition_date == self._day)
+            )
+            connection.execute(self._table.insert().from_select(columns, kept))
+            connection.execute(staging.delete().where(mine))
+            count = connection.execute(
+                sa.select(sa.func.count())
+                .select_from(self._table)
+                .where(self._table.c.partition_date == self._day)
+            ).scalar_one()
+            if count != keys:
+                raise RuntimeError(
+                    f"{where}: {keys} staged rows to commit but the partition would hold "
+                    f"{count}; nothing was committed, re-run the partition"
+                )
+        self.committed = True
+        return int(count)
+
+    def abort(self) -> None:
+        """Discard this writer's staged rows (and only those)."""
+        with self._engine.begin() as connection:
+            connection.execute(
+                self._staging.delete().where(self._staging.c[STAGING_RUN_COLUMN] == self._run)
+            )
+
+
+def add_missing_staging_columns(engine: sa.Engine, tables: OutputTables) -> None:
+    """Give staging tables created by an earlier Seer version the columns added since
+    (they only ever hold rows of runs in flight, so adding a nullable column is safe)."""
+    inspector = sa.inspect(engine)
+    for staging in tables.staging.values():
+        present = {c["name"] for c in inspector.get_columns(staging.name, schema=staging.schema)}
+        for column in staging.columns:
+            if column.name in present:
+                continue
+            table_name = engine.dialect.identifier_preparer.format_table(staging)
+            column_type = column.type.compile(dialect=engine.dialect)
+            try:
+                with engine.begin() as connection:
+                    connection.execute(
+                        sa.text(f"ALTER TABLE {table_name} ADD COLUMN {column.name} {column_type}")
+                    )
+            except sa.exc.DBAPIError:
+                # Another run added it first; anything else shows up on the next insert.
+                inspector = sa.inspect(engine)
+                names = inspector.get_columns(staging.name, schema=staging.schema)
+                if column.name not in {c["name"] for c in names}:
+                    raise
