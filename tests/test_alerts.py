@@ -237,11 +237,38 @@ def test_rerun_does_not_post_again_unless_the_outcome_changed(outbox) -> None:
         dispatcher.deliver_due()
         assert len(slack.messages) == 3
         # everything passes: rows resolve, nothing is posted
-        summary = outbox.record_check_outcomes(DAY, [passing(failing_outcome())], "r5")
+        summary = outbox.record_check_outcomes(
+            DAY,
+            [passing(failing_outcome()), passing(failing_outcome(slice_label="env=prod"))],
+            "r5",
+        )
         assert summary.resolved == 2
         assert dispatcher.deliver_due() == []
         assert len(slack.messages) == 3
         assert {a.state for a in outbox.rows(DAY)} == {RESOLVED}
+
+
+def test_only_a_pass_resolves_an_alert(outbox) -> None:
+    """A judge outage re-run (every slice now not_enough_data, no_baseline or gone) must not
+    withdraw the day's undelivered alerts: they stay pending and are delivered later."""
+    slices = [f"tenant=t{i}" for i in range(10)]
+    outbox.record_check_outcomes(DAY, [failing_outcome(slice_label=s) for s in slices], "r1")
+    outage = [
+        *(failing_outcome(slice_label=s, status="not_enough_data") for s in slices[:4]),
+        *(failing_outcome(slice_label=s, status="no_baseline") for s in slices[4:8]),
+    ]  # the last two slices have no rows at all
+    summary = outbox.record_check_outcomes(DAY, outage, "r2")
+    assert summary.resolved == 0
+    assert [a.state for a in outbox.rows(DAY)] == [PENDING] * 10
+    with FakeSlack() as slack:
+        [result] = AlertDispatcher(outbox, slack_resource(slack)).deliver_due()
+        assert (result.delivered, result.alerts) == (True, 10)
+    # a pass does resolve, and only its own row
+    summary = outbox.record_check_outcomes(
+        DAY, [passing(failing_outcome(slice_label="tenant=t0"))], "r3"
+    )
+    assert summary.resolved == 1
+    assert [a.state for a in outbox.rows(DAY)] == [RESOLVED] + [SENT] * 9
 
 
 def test_pending_alert_survives_slack_outage_and_is_delivered_after_recovery(outbox) -> None:

@@ -225,11 +225,15 @@ class AlertOutbox:
     def record_check_outcomes(
         self, partition_date: date, outcomes: Iterable[CheckOutcome], run_id: str | None
     ) -> RecordSummary:
-        """Record the failing outcomes of a partition; passing ones resolve earlier rows."""
+        """Record the failing outcomes of a partition; passing ones resolve earlier rows.
+
+        Only a pass resolves: `not_enough_data`, `no_baseline` (e.g. a judge outage left
+        too few judged events) and slices without rows leave the row as it was.
+        """
+        outcomes = list(outcomes)
         items = [(o.rule, o.slice, o.severity, o.to_dict()) for o in outcomes if o.failed]
-        failing = {(rule, label) for rule, label, _, _ in items}
-        earlier = {(a.rule, a.slice) for a in self.rows(partition_date, KIND_CHECK)}
-        return self.record(partition_date, KIND_CHECK, items, run_id, resolve=earlier - failing)
+        passed = {(o.rule, o.slice) for o in outcomes if o.status == "pass"}
+        return self.record(partition_date, KIND_CHECK, items, run_id, resolve=passed)
 
     def rows(
         self,
