@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import tomllib
+from dataclasses import replace
+from datetime import date
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +14,10 @@ import pytest
 from seer_metrics.rules import (
     DEFAULT_RULES,
     DEFAULT_RULES_RESOURCE,
+    CheckOutcome,
+    Incident,
     RulesConfigError,
+    advance_incidents,
     default_rules_text,
     evaluate_rules,
     failing,
@@ -465,3 +470,82 @@ def test_outcome_serialises_to_plain_json_values() -> None:
     assert data["rule"] == "recall_high_priority"
     assert data["partition_date"] == DAY
     assert not any(isinstance(v, float) and math.isnan(v) for v in data.values())
+
+
+# ---------------------------------------------------------------------------- incidents
+
+
+def level(day: str, status: str, label: str = "env=prod", rule: str = "recall_floor"):
+    return CheckOutcome(
+        rule=rule,
+        slice=label,
+        status=status,
+        severity="ERROR",
+        statistic="mean_recall",
+        observed=0.5,
+        threshold=0.85,
+        sample_size=100,
+        message=f"{label} {status} on {day}",
+        partition_date=day,
+        kind="threshold",
+    )
+
+
+def change(day: str, status: str, label: str = "env=prod") -> CheckOutcome:
+    return replace(level(day, status, label, rule="f1_drop"), kind="drop", delta=0.3)
+
+
+def test_a_chronic_breach_opens_one_incident_and_pages_once() -> None:
+    days = [f"2026-11-{d:02d}" for d in range(20, 27)]
+    statuses = ["pass", "fail", "fail", "not_enough_data", "no_baseline", "fail", "pass"]
+    open_incidents: tuple[Incident, ...] = ()
+    pages_per_day, opened_per_day, closed_per_day = [], [], []
+    for day, status in zip(days, statuses, strict=True):
+        changes = advance_incidents(open_incidents, [level(day, status)])
+        pages_per_day.append(len(changes.pages))
+        opened_per_day.append(len(changes.opened))
+        closed_per_day.append(len(changes.closed))
+        open_incidents = changes.still_open
+        if status in ("not_enough_data", "no_baseline"):
+            # silence is not recovery: the incident is carried, unchanged
+            assert [i.last_failed_on for i in changes.carried] == [date(2026, 11, 22)]
+    assert pages_per_day == [0, 1, 0, 0, 0, 0, 0]
+    assert opened_per_day == [0, 1, 0, 0, 0, 0, 0]
+    assert closed_per_day == [0, 0, 0, 0, 0, 0, 1]
+    assert open_incidents == ()
+
+
+def test_incident_transitions_keep_dates_messages_and_round_trip() -> None:
+    first = advance_incidents([], [level("2026-11-20", "fail")])
+    (incident,) = first.opened
+    assert incident.opened_on == date(2026, 11, 20)
+    assert first.pages[0].rule == "recall_floor"
+    again = advance_incidents(first.still_open, [level("2026-11-21", "fail")])
+    assert again.opened == () and again.pages == ()
+    (carried,) = again.carried
+    assert carried.opened_on == date(2026, 11, 20)
+    assert carried.last_failed_on == date(2026, 11, 21)
+    assert carried.last_message == "env=prod fail on 2026-11-21"
+    assert Incident.from_dict(carried.to_dict()) == carried
+    # the same day run twice: the incident it opened is carried, nothing pages again
+    rerun = advance_incidents(first.still_open, [level("2026-11-20", "fail")])
+    assert rerun.pages == () and len(rerun.carried) == 1
+    # an incident whose slice vanished (no outcome at all) stays open
+    assert advance_incidents(first.still_open, []).carried == first.opened
+    closed = advance_incidents(again.still_open, [level("2026-11-22", "pass")])
+    assert closed.closed[0].closed_on == date(2026, 11, 22)
+    assert closed.still_open == ()
+
+
+def test_drops_page_every_failing_day_and_never_open_incidents() -> None:
+    outcomes = [
+        change("2026-11-20", "fail"),
+        change("2026-11-20", "pass", "env=dev"),
+        level("2026-11-20", "fail", "env=dev"),
+    ]
+    changes = advance_incidents([], outcomes)
+    assert [(o.rule, o.slice) for o in changes.pages] == [
+        ("f1_drop", "env=prod"),
+        ("recall_floor", "env=dev"),
+    ]
+    assert [i.key for i in changes.opened] == [("recall_floor", "env=dev")]

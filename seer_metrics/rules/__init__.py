@@ -8,7 +8,8 @@ slice in the rule's scope). The Dagster checks, the Slack message and the docs
 Modules: `model` (rules, config, outcomes), `config` (the rules file, parsed by pydantic;
 the defaults are the packaged `default_rules.yaml`), `scope` (slice patterns),
 `statistics` (pooling, noise, Wilson bounds, false-discovery control), `evaluation`,
-`wording` (every sentence about an outcome).
+`wording` (every sentence about an outcome), `incidents` (service-level breaches opened,
+carried and closed; what pages).
 """
 
 from seer_metrics.rules.config import (
@@ -21,6 +22,7 @@ from seer_metrics.rules.config import (
     rules_file_path,
 )
 from seer_metrics.rules.evaluation import control_false_discoveries, evaluate_rules, failing
+from seer_metrics.rules.incidents import Incident, IncidentChanges, advance_incidents
 from seer_metrics.rules.model import (
     DEFAULT_CONFIDENCE,
     DEFAULT_FALSE_DISCOVERY_RATE,
@@ -72,6 +74,8 @@ __all__ = [
     "Baseline",
     "CheckOutcome",
     "Comparison",
+    "Incident",
+    "IncidentChanges",
     "PooledSample",
     "Priority",
     "Rule",
@@ -81,6 +85,7 @@ __all__ = [
     "Severity",
     "SliceOverride",
     "Status",
+    "advance_incidents",
     "as_date",
     "benjamini_hochberg",
     "control_false_discoveries",
