@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,62 @@ from seer_pipelines.definitions import defs
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONED_ASSETS = ("event_judgments", "event_metrics", "passage_judgments", "slice_metrics")
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+KINDS = ("asset", "asset check", "job", "schedule", "sensor")
+
+
+def loaded_names() -> dict[str, set[str]]:
+    """The names of everything the loaded code location holds, by kind."""
+    repository = defs.get_repository_def()
+    graph = defs.resolve_asset_graph()
+    return {
+        "asset": {key.to_user_string() for key in graph.get_all_asset_keys()},
+        "asset check": {key.name for key in graph.asset_check_keys},
+        "job": {job.name for job in repository.get_all_jobs() if not job.name.startswith("__")},
+        "schedule": {schedule.name for schedule in repository.schedule_defs},
+        "sensor": {sensor.name for sensor in repository.sensor_defs},
+    }
+
+
+def documented_names() -> dict[str, set[str]]:
+    """The table under "What the code location holds" in docs/pipelines.md, by kind."""
+    text = (ROOT / "docs" / "pipelines.md").read_text()
+    section = text.split("## What the code location holds", 1)[1].split("\n## ", 1)[0]
+    names: dict[str, set[str]] = {kind: set() for kind in KINDS}
+    for kind, name in re.findall(r"^\| ([a-z ]+) \| `([a-z0-9_]+)` \|", section, flags=re.M):
+        assert kind in names, f"unknown kind {kind!r} in docs/pipelines.md"
+        names[kind].add(name)
+    return names
+
+
+def test_the_docs_list_every_kind_of_definition() -> None:
+    documented = documented_names()
+    for kind in KINDS:
+        assert documented[kind], f"docs/pipelines.md lists no {kind}"
+    assert len(documented["sensor"]) >= 3
+
+
+def test_everything_the_docs_name_is_loaded() -> None:
+    """Removing an asset, a check, the job, the schedule or a sensor fails here."""
+    loaded = loaded_names()
+    for kind, names in documented_names().items():
+        assert names <= loaded[kind], f"documented {kind}(s) not loaded: {names - loaded[kind]}"
+
+
+def test_jobs_schedules_and_sensors_named_anywhere_in_the_docs_are_loaded() -> None:
+    loaded = loaded_names()
+    pattern = re.compile(r"`(seer_[a-z0-9_]+_(job|schedule|sensor))`")
+    for document in DOCUMENTS:
+        for name, kind in pattern.findall(document.read_text()):
+            assert name in loaded[kind], f"{document.name} names {kind} {name}, not loaded"
+
+
+def test_checks_named_in_the_rule_tables_are_loaded() -> None:
+    loaded = loaded_names()["asset check"]
+    text = (ROOT / "docs" / "metrics.md").read_text().split("## Rules", 1)[1]
+    named = set(re.findall(r"^\| `([a-z0-9_]+)` \|", text, flags=re.M))
+    assert named
+    assert named <= loaded
 
 
 def test_workspace_loads_with_the_dagster_cli(tmp_path) -> None:
