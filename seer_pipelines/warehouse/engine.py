@@ -91,9 +91,13 @@ def create_warehouse_engine(
         return engine
     connect_args: dict[str, Any] = {}
     if parsed.get_backend_name() == "postgresql":
-        # Day boundaries are UTC whatever the server's TimeZone setting.
-        options = "-c timezone=UTC"
+        # Day boundaries are UTC whatever the server's TimeZone setting. Options given in
+        # the URL (`?options=-csearch_path%3Dx`) are kept: connect_args would replace them.
+        given = parsed.query.get("options")
+        given = " ".join(given) if isinstance(given, tuple) else given
+        options = " ".join(part for part in (given, "-c timezone=UTC") if part)
         if schema:
             options += f" -c search_path={validate_identifier(schema, 'db_schema')},public"
         connect_args["options"] = options
+        parsed = parsed.difference_update_query(["options"])
     return sa.create_engine(parsed, connect_args=connect_args, pool_pre_ping=True)
