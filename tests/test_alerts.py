@@ -25,7 +25,7 @@ from seer_pipelines.alerts import (
     render_console,
     top_missing_requirements,
 )
-from seer_pipelines.resources import utc_now
+from seer_pipelines.warehouse.writer import utc_now
 from seer_testing.fake_slack import FakeSlack
 
 DAY = date(2026, 11, 29)

@@ -22,7 +22,6 @@ from seer_pipelines.alerts.message import (
     slack_link,
 )
 from seer_pipelines.alerts.outbox import (
-    ALERTS_TABLE,
     KIND_CHECK,
     KIND_FRESHNESS,
     KIND_RUN_FAILURE,
@@ -32,7 +31,6 @@ from seer_pipelines.alerts.outbox import (
     Alert,
     AlertOutbox,
     RecordSummary,
-    alerts_table,
     outcome_fingerprint,
 )
 from seer_pipelines.alerts.slack import (
@@ -40,6 +38,7 @@ from seer_pipelines.alerts.slack import (
     DeliveryReceipt,
     SlackAlertResource,
 )
+from seer_pipelines.warehouse.schema import ALERTS_TABLE, alerts_table
 
 __all__ = [
     "ALERTS_TABLE",

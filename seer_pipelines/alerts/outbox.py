@@ -15,7 +15,6 @@ import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from functools import lru_cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -23,41 +22,13 @@ import sqlalchemy as sa
 from seer_metrics.events import finite_json
 from seer_metrics.redaction import shorten
 from seer_metrics.rules import CheckOutcome
-from seer_pipelines.resources import utc_now
+from seer_pipelines.warehouse.schema import alerts_table
+from seer_pipelines.warehouse.writer import utc_now
 
-ALERTS_TABLE = "seer_alerts"
 KIND_CHECK = "check"
 KIND_RUN_FAILURE = "run_failure"
 KIND_FRESHNESS = "freshness"
 PENDING, SENT, RESOLVED = "pending", "sent", "resolved"
-
-
-@lru_cache(maxsize=16)
-def alerts_table(schema: str | None = None) -> sa.Table:
-    metadata = sa.MetaData(schema=schema)
-    return sa.Table(
-        ALERTS_TABLE,
-        metadata,
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("partition_date", sa.Date, nullable=False),
-        sa.Column("kind", sa.String(32), nullable=False),
-        sa.Column("rule", sa.String(128), nullable=False),
-        sa.Column("slice", sa.Text, nullable=False),
-        sa.Column("severity", sa.String(8), nullable=False),
-        sa.Column("state", sa.String(16), nullable=False),
-        sa.Column("fingerprint", sa.String(64), nullable=False),
-        sa.Column("payload", sa.JSON, nullable=False),
-        sa.Column("run_id", sa.String(64)),
-        sa.Column("attempts", sa.Integer, nullable=False, default=0),
-        sa.Column("last_error", sa.Text),
-        sa.Column("next_attempt_at", sa.DateTime(timezone=True)),
-        sa.Column("delivered_to", sa.String(255)),
-        sa.Column("slack_ts", sa.String(64)),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("sent_at", sa.DateTime(timezone=True)),
-        sa.UniqueConstraint("partition_date", "kind", "rule", "slice", name="uq_seer_alerts_key"),
-    )
 
 
 def as_utc(value: datetime | None) -> datetime | None:

@@ -170,3 +170,76 @@ def output_tables(schema: str | None) -> OutputTables:
             *(sa.Column(col, _column_type(spec)) for col, spec, _ in columns),
         )
     return OutputTables(metadata, tables, staging)
+
+
+# Alerting tables: the outbox of Slack messages, the day-by-day verdicts of every rule on
+# every slice, and the incidents derived from them (see docs/alerts.md).
+ALERTS_TABLE = "seer_alerts"
+VERDICTS_TABLE = "seer_check_verdicts"
+INCIDENTS_TABLE = "seer_incidents"
+
+
+@lru_cache(maxsize=16)
+def alerts_table(schema: str | None = None) -> sa.Table:
+    """The outbox: one row per (partition day, kind, rule, slice) to post, or posted."""
+    return sa.Table(
+        ALERTS_TABLE,
+        sa.MetaData(schema=schema),
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("partition_date", sa.Date, nullable=False),
+        sa.Column("kind", sa.String(32), nullable=False, comment="check, recovered, ..."),
+        sa.Column("rule", sa.String(128), nullable=False),
+        sa.Column("slice", sa.Text, nullable=False),
+        sa.Column("severity", sa.String(8), nullable=False),
+        sa.Column("state", sa.String(16), nullable=False, comment="pending, sent, carried, ..."),
+        sa.Column("fingerprint", sa.String(64), nullable=False),
+        sa.Column("payload", sa.JSON, nullable=False),
+        sa.Column("run_id", sa.String(64)),
+        sa.Column("attempts", sa.Integer, nullable=False, default=0),
+        sa.Column("last_error", sa.Text),
+        sa.Column("next_attempt_at", sa.DateTime(timezone=True)),
+        sa.Column("delivered_to", sa.String(255)),
+        sa.Column("slack_ts", sa.String(64), comment="first Slack message carrying the row"),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("sent_at", sa.DateTime(timezone=True)),
+        sa.UniqueConstraint("partition_date", "kind", "rule", "slice", name="uq_seer_alerts_key"),
+    )
+
+
+@lru_cache(maxsize=16)
+def verdicts_table(schema: str | None = None) -> sa.Table:
+    """Pass or fail of each rule on each slice and day: the day sequence incidents follow."""
+    return sa.Table(
+        VERDICTS_TABLE,
+        sa.MetaData(schema=schema),
+        sa.Column("partition_date", sa.Date, nullable=False),
+        sa.Column("rule", sa.String(128), nullable=False),
+        sa.Column("slice", sa.Text, nullable=False),
+        sa.Column("rule_kind", sa.String(16), nullable=False, comment="threshold or drop"),
+        sa.Column("status", sa.String(16), nullable=False, comment="pass or fail"),
+        sa.Column("severity", sa.String(8), nullable=False),
+        sa.Column("message", sa.Text, nullable=False, comment="the outcome, as the check says it"),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Index(f"ix_{VERDICTS_TABLE}_rule_day", "rule", "partition_date"),
+    )
+
+
+@lru_cache(maxsize=16)
+def incidents_table(schema: str | None = None) -> sa.Table:
+    """Runs of failing days of a rule on a slice, closed by the first pass after them."""
+    return sa.Table(
+        INCIDENTS_TABLE,
+        sa.MetaData(schema=schema),
+        sa.Column("rule", sa.String(128), nullable=False),
+        sa.Column("slice", sa.Text, nullable=False),
+        sa.Column("rule_kind", sa.String(16), nullable=False, comment="threshold or drop"),
+        sa.Column("severity", sa.String(8), nullable=False),
+        sa.Column("opened_on", sa.Date, nullable=False, comment="first failing day"),
+        sa.Column("last_failed_on", sa.Date, nullable=False),
+        sa.Column("closed_on", sa.Date, comment="the passing day that closed it; NULL: open"),
+        sa.Column("failed_days", sa.Integer, nullable=False, comment="failing days in the run"),
+        sa.Column("last_message", sa.Text, nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Index(f"ix_{INCIDENTS_TABLE}_rule_opened", "rule", "opened_on"),
+    )
