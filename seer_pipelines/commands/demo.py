@@ -1,9 +1,13 @@
-"""`seer demo`: the whole pipeline on synthetic events, into a local Dagster instance.
+"""`seer demo`: the whole pipeline on a realistic stream, into a local Dagster instance.
 
-Creates (or refreshes) a SQLite warehouse with 14 days of realistic events and one
-injected regression, materializes every day through the `seer_daily_job` into the
-instance in DAGSTER_HOME (default `.dagster_home` here, the one `make dev` opens) with
-the offline evaluator, then prints the slice table. Nothing needs a network or a key.
+Creates (or refreshes) a SQLite warehouse with 14 days of realistic events (real
+multi-hop questions from the bundled samples, the top 4 passages of a BM25 ranking as
+each context, so clean days have a real retriever's levels) and one injected release:
+on the last two days, `env=prod` traffic on `feature_flag=retrieval-v2` loses its top
+hit. It materializes every day through the `seer_daily_job` into the instance in
+DAGSTER_HOME (default `.dagster_home` here, the one `make dev` opens) with the offline
+evaluator, then prints the slice table, the f1 trend and the alerts. Nothing needs a
+network or a key.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from seer_metrics.redaction import redact_url
+from seer_pipelines.demo_data.realistic import DEFAULT_EVENTS_PER_DAY, Release
 from seer_pipelines.instance import write_local_instance
 from seer_pipelines.resources import WarehouseConfigError, WarehouseResource, default_warehouse_url
 
@@ -27,12 +32,16 @@ DEFAULT_DAGSTER_HOME = ".dagster_home"
 DEMO_START_DATE_FILE = "seer_demo_start_date"
 # Dagster's own step logs would drown the progress lines; failures still show.
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+REGRESSION_DAYS = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--days", type=int, default=14, help="days of events (default 14)")
     parser.add_argument(
-        "--events-per-day", type=int, default=260, help="average events per weekday (default 260)"
+        "--events-per-day",
+        type=int,
+        default=DEFAULT_EVENTS_PER_DAY,
+        help=f"average events per weekday (default {DEFAULT_EVENTS_PER_DAY})",
     )
     parser.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     parser.add_argument(
@@ -108,10 +117,11 @@ def format_trend(history: pd.DataFrame, slices: list[str], metric: str = "mean_f
     table = history[history["slice"].isin(slices)].pivot_table(
         index="partition_date", columns="slice", values=metric
     )
-    header = "day         " + "  ".join(f"{label:>26}" for label in slices)
+    width = max(len(label) for label in slices)
+    header = "day         " + "  ".join(f"{label:>{width}}" for label in slices)
     lines = [header]
     for day, row in table.sort_index().iterrows():
-        cells = "  ".join(f"{_format(row.get(label)):>26}" for label in slices)
+        cells = "  ".join(f"{_format(row.get(label)):>{width}}" for label in slices)
         lines.append(f"{day!s:<10}  {cells}")
     return "\n".join(lines)
 
@@ -170,7 +180,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     warehouse = WarehouseResource(url=url)
-    print(f"Seer demo: {args.days} days of synthetic retrieval events, offline evaluator")
+    print(
+        f"Seer demo: {args.days} days of realistic retrieval events (multi-hop questions, "
+        "BM25 top-4 contexts), offline evaluator"
+    )
     print(f"  warehouse        {warehouse.describe()}")
     print(f"  Dagster instance {home}")
     started = time.monotonic()
@@ -181,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
             end_day=end_day,
             events_per_day=args.events_per_day,
             seed=args.seed,
-            regression_days=2,
+            regression_days=min(REGRESSION_DAYS, args.days),
         )
     except WarehouseConfigError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -198,8 +211,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"Slice metrics for {days[-1]} (table seer_slice_metrics):")
     print(format_slice_table(last))
     print()
-    print("Mean f1 per day (the injected regression: retrieval-v2 in prod, last 2 days):")
-    print(format_trend(history, ["all", "env=prod", "feature_flag=retrieval-v2"]))
+    release = Release(start=-REGRESSION_DAYS, length=REGRESSION_DAYS)
+    print(
+        f"Mean f1 per day (the injected release: {release.slice_label} loses its top hit "
+        f"on the last {REGRESSION_DAYS} days):"
+    )
+    print(format_trend(history, ["all", "feature_flag=retrieval-v2", release.slice_label]))
     print()
     # The alerts the checks raised (posted to Slack when SLACK_BOT_TOKEN and
     # SEER_SLACK_CHANNEL are set, else shown here); see docs/alerts.md.

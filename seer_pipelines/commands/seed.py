@@ -1,4 +1,10 @@
-"""`seer seed`: write realistic synthetic retrieval events into a warehouse table."""
+"""`seer seed`: write a realistic stream of retrieval events into a warehouse table.
+
+The events are real multi-hop questions with BM25 contexts (`demo_data.realistic`), so a
+clean day has the levels of a real retriever (some gold passages missed, precision
+capped by the context size); the last `--regression-days` days carry a release that loses
+the top hit of `env=prod` traffic on `feature_flag=retrieval-v2`.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +16,12 @@ from typing import Any
 
 from tqdm import tqdm
 
-from seer_pipelines.demo_data.synthetic import (
-    Regression,
-    default_end_day,
-    generate_events,
-    write_events,
-)
+from seer_pipelines.demo_data.realistic import DEFAULT_EVENTS_PER_DAY, Release, generate_stream
+from seer_pipelines.demo_data.synthetic import default_end_day, write_events
 from seer_pipelines.resources import WarehouseConfigError, WarehouseResource
+
+# A logging pipeline writes a few broken rows; the pipeline reports them as invalid.
+INVALID_SHARE = 0.005
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="last day, YYYY-MM-DD (default: yesterday, UTC)",
     )
     parser.add_argument(
-        "--events-per-day", type=int, default=260, help="average events per weekday (default 260)"
+        "--events-per-day",
+        type=int,
+        default=DEFAULT_EVENTS_PER_DAY,
+        help=f"average events per weekday (default {DEFAULT_EVENTS_PER_DAY})",
     )
     parser.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     parser.add_argument(
@@ -48,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--regression-days",
         type=int,
         default=2,
-        help="days at the end with the injected regression (0 for none; default 2)",
+        help="days at the end on which prod traffic on retrieval-v2 loses its top hit "
+        "(0 for none; default 2)",
     )
 
 
@@ -61,12 +70,23 @@ def seed_warehouse(
     seed: int,
     regression_days: int,
     show_progress: bool = True,
+    invalid_share: float = INVALID_SHARE,
 ) -> int:
-    """Write the synthetic events for `days` days ending on `end_day`; returns rows written."""
-    regression = Regression(days=regression_days) if regression_days > 0 else None
-    records = generate_events(
-        days, end_day=end_day, events_per_day=events_per_day, seed=seed, regression=regression
+    """Write the stream's events for `days` days ending on `end_day`; returns rows written."""
+    if not 0 <= regression_days <= days:
+        raise ValueError(f"regression days must be in 0..{days}, got {regression_days}")
+    release = (
+        Release(start=-regression_days, length=regression_days) if regression_days > 0 else None
     )
+    stream = generate_stream(
+        days,
+        end_day=end_day,
+        events_per_day=events_per_day,
+        seed=seed,
+        release=release,
+        invalid_share=invalid_share,
+    )
+    records = (event.record for event in stream)
     # The daily volume varies around events_per_day, so the bar's total is an estimate,
     # corrected once the last event is written.
     with tqdm(
@@ -95,6 +115,9 @@ def seed_warehouse(
 def run(args: argparse.Namespace) -> int:
     if args.days < 1 or args.events_per_day < 1:
         print("error: --days and --events-per-day must be at least 1", file=sys.stderr)
+        return 2
+    if not 0 <= args.regression_days <= args.days:
+        print("error: --regression-days must be between 0 and --days", file=sys.stderr)
         return 2
     warehouse = WarehouseResource(url=args.url, events_table=args.table, db_schema=args.schema)
     try:
