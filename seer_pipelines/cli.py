@@ -18,6 +18,10 @@ COMMANDS = {
     ),
     "demo": ("seer_pipelines.commands.demo", "run the whole pipeline on synthetic events"),
     "seed": ("seer_pipelines.commands.seed", "write synthetic events into a warehouse table"),
+    "estimate": (
+        "seer_pipelines.commands.estimate",
+        "predict the LLM judge's calls, tokens and cost for a file of events",
+    ),
 }
 
 

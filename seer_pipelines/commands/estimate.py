@@ -1,0 +1,128 @@
+"""`seer estimate`: calls, tokens and cost of judging a file of events, before paying for it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from seer_metrics.cost_estimate import CostEstimate, estimate_cost, token_counter
+from seer_metrics.evaluators.llm import DEFAULT_MODEL, DEFAULT_PRICES, LLMSettings, parse_prices
+from seer_metrics.events import InvalidEventError, RetrievalEvent
+from seer_metrics.jsonl import numbered_json_lines
+from seer_metrics.sampling import SamplingConfigError, SamplingSettings, plan_sample, stratum_label
+from seer_metrics.slices import DEFAULT_SLICE_KEYS, metadata_value
+from seer_pipelines.commands import UsageError
+from seer_pipelines.commands.evaluate import check_input_file
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("events", help="JSONL file of events (.jsonl or .jsonl.gz)")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help=f"judge model ({DEFAULT_MODEL})")
+    parser.add_argument(
+        "--prices",
+        help="JSON price table extending the built-in one, e.g. '{\"my-model\": [0.15, 0.6]}' "
+        "(USD per 1M input and output tokens)",
+    )
+    parser.add_argument("--sample-size", type=int, help="events to judge (stratified sample)")
+    parser.add_argument("--sample-rate", type=float, help="share of events to judge, in (0, 1]")
+    parser.add_argument(
+        "--sample-min-per-slice",
+        type=int,
+        default=30,
+        help="judged events at least per slice combination (30)",
+    )
+    parser.add_argument(
+        "--slice-keys",
+        default=",".join(DEFAULT_SLICE_KEYS),
+        help="metadata keys that stratify the sample (env,feature_flag)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _read_events(path: str) -> tuple[list[RetrievalEvent], list[dict[str, Any]], int]:
+    """The valid events, their raw records and the number of lines left out as invalid."""
+    events: list[RetrievalEvent] = []
+    records: list[dict[str, Any]] = []
+    invalid = 0
+    for _line, record, error in numbered_json_lines(path):
+        if error is not None or not isinstance(record, dict):
+            invalid += 1
+            continue
+        try:
+            events.append(RetrievalEvent.from_record(record))
+        except InvalidEventError:
+            invalid += 1
+            continue
+        records.append(record)
+    return events, records, invalid
+
+
+def _sampled(
+    events: list[RetrievalEvent], records: list[dict[str, Any]], settings: SamplingSettings, keys
+) -> list[RetrievalEvent]:
+    strata = [
+        stratum_label([(key, metadata_value(record.get("metadata"), key)) for key in keys])
+        for record in records
+    ]
+    ids = [event.event_id for event in events]
+    chosen = plan_sample(ids, strata, settings).selected(ids, strata)
+    return [event for event, keep in zip(events, chosen, strict=True) if keep]
+
+
+def _money(value: float | None) -> str:
+    return "unknown (no price for this model)" if value is None else f"${value:,.4f}"
+
+
+def _lines(title: str, estimate: CostEstimate) -> list[str]:
+    return [
+        f"{title}: {estimate.events:,} events, {estimate.distinct_queries:,} distinct queries",
+        f"  calls {estimate.online.calls:,}, prompt tokens {estimate.online.prompt_tokens:,}, "
+        f"completion tokens {estimate.online.completion_tokens:,}",
+        f"  on demand {_money(estimate.online.cost_usd)}, batch {_money(estimate.batch.cost_usd)}",
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    path = check_input_file(args.events, "events file")
+    prices = dict(DEFAULT_PRICES)
+    if args.prices:
+        try:
+            prices.update(parse_prices(args.prices, "--prices"))
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    try:
+        sampling = SamplingSettings(
+            target=args.sample_size,
+            rate=args.sample_rate,
+            minimum_per_stratum=args.sample_min_per_slice,
+        )
+    except SamplingConfigError as error:
+        raise UsageError(str(error)) from None
+    keys = [key.strip() for key in args.slice_keys.split(",") if key.strip()]
+    events, records, invalid = _read_events(str(path))
+    if not events:
+        raise UsageError(f"events file {args.events!r}: no valid event to estimate")
+    price = LLMSettings(model=args.model, prices=prices).price_for(args.model)
+    count, method = token_counter(args.model)
+    everything = estimate_cost(events, args.model, price, count, method)
+    sampled = (
+        estimate_cost(_sampled(events, records, sampling, keys), args.model, price, count, method)
+        if sampling.enabled
+        else None
+    )
+    if args.json:
+        result = everything.as_dict()
+        result["invalid_lines"] = invalid
+        result["price_per_1m_tokens"] = None if price is None else list(price)
+        result["sampled"] = None if sampled is None else sampled.as_dict()
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"model {args.model}, tokens counted by {method}; {invalid} invalid line(s) left out")
+    print("\n".join(_lines("every event", everything)))
+    if sampled is not None:
+        print("\n".join(_lines("with sampling", sampled)))
+    if price is None:
+        print(f"note: {args.model} has no price; pass --prices to get a cost", file=sys.stderr)
+    return 0
