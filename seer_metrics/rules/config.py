@@ -181,6 +181,7 @@ class RuleModel(_Section):
     minimum_sample: PositiveInt | None = None
     overrides: tuple[OverrideModel, ...] = ()
     description: Annotated[str, BeforeValidator(_text)] = ""
+    intersections: Annotated[bool, BeforeValidator(_flag)] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> RuleModel:
@@ -242,6 +243,7 @@ class RuleModel(_Section):
                 for o in self.overrides
             ),
             description=self.description,
+            intersections=self.intersections,
         )
 
 

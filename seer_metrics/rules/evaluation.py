@@ -156,23 +156,36 @@ def _evaluate_threshold(
         else observed > settings.threshold
     )
     bound_note: tuple[float, float] | None = None
-    if beyond and rule.confidence is not None:
+    inconclusive = False
+    if rule.confidence is not None:
         if statistic in SHARE_STATISTICS:
             low, high = wilson_interval(observed, sample, rule.confidence)
         else:
             std = _float(row.get(statistic.replace("mean_", "std_"))) or 0.0
             half = z_value(rule.confidence) * std / math.sqrt(sample)
             low, high = observed - half, observed + half
-        bound = high if rule.comparison == "below" else low
-        beyond = (
-            bound < settings.threshold if rule.comparison == "below" else bound > settings.threshold
-        )
-        bound_note = (rule.confidence, bound)
+        # towards the breach, and towards health
+        breach, health = (high, low) if rule.comparison == "below" else (low, high)
+        if rule.comparison == "below":
+            clearly_beyond, clearly_within = (
+                breach < settings.threshold,
+                health >= settings.threshold,
+            )
+        else:
+            clearly_beyond, clearly_within = (
+                breach > settings.threshold,
+                health <= settings.threshold,
+            )
+        if beyond:
+            bound_note = (rule.confidence, breach)
+        beyond = clearly_beyond
+        inconclusive = not clearly_beyond and not clearly_within
     return CheckOutcome(
         **base,
         status="fail" if beyond else "pass",
         observed=observed,
         sample_size=sample,
+        inconclusive=inconclusive,
         message=wording.threshold_message(
             label,
             statistic,
@@ -228,11 +241,13 @@ def _evaluate_normal_level(
     moved = observed - normal if rule.comparison == "above" else normal - observed
     noise = z_value(rule.confidence) * standard_error if rule.confidence is not None else 0.0
     failed = moved >= settings.threshold - _TOLERANCE and moved > noise
+    clearly_within = moved + noise < settings.threshold
     return CheckOutcome(
         **base,
         status="fail" if failed else "pass",
         observed=observed,
         sample_size=sample,
+        inconclusive=not failed and not clearly_within,
         baseline=normal,
         baseline_label=baseline_label,
         baseline_sample_size=total,

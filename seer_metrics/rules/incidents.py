@@ -2,9 +2,9 @@
 
 A threshold rule is a service level. When a slice starts failing it (or fails it on its
 first evaluation) an incident opens, once; while the slice keeps failing the incident is
-carried (a "still open" line, no new page); it closes only on a pass. A day that says
-nothing about the level (not enough data, no baseline, a rule that did not run) carries
-the incident unchanged: silence is not recovery.
+carried (a "still open" line, no new page); it closes only on a clear pass. A day that
+says nothing about the level (not enough data, no baseline, a rule that did not run, a
+pass within noise of the line) carries the incident unchanged: silence is not recovery.
 
 A page is what deserves a notification: a failing drop outcome (the evaluation has already
 held the false-discovery rate across the day's drop tests), or an incident opened today.
@@ -86,10 +86,11 @@ def advance_incidents(
     """Apply one day's outcomes (of `evaluate_rules`) to the incidents open before it.
 
     Threshold outcomes: a fail opens an incident for (rule, slice) unless one is open (then
-    it is carried, with the day's message); a pass closes an open one; any other status
-    carries it. Drop outcomes never open incidents; each failing one is a page. Running
-    the same day twice with the result of the first run gives no new page: the incident
-    opened by the first run is carried by the second.
+    it is carried, with the day's message); a clear pass closes an open one; any other
+    status, and a pass marked `inconclusive`, carries it. Drop outcomes never open
+    incidents; each failing one is a page. Running the same day twice with the result of
+    the first run gives no new page: the incident opened by the first run is carried by
+    the second.
     """
     open_by_key = {incident.key: incident for incident in open_incidents}
     opened: list[Incident] = []
@@ -123,7 +124,12 @@ def advance_incidents(
                 last_failed_on=max(current.last_failed_on, day),
                 last_message=outcome.message,
             )
-        elif outcome.status == "pass" and current is not None and current not in opened:
+        elif (
+            outcome.status == "pass"
+            and not outcome.inconclusive
+            and current is not None
+            and current not in opened
+        ):
             closed.append(replace(current, closed_on=day))
             del open_by_key[key]
     closed_keys = {incident.key for incident in closed}

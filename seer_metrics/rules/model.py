@@ -78,6 +78,9 @@ class Rule:
     A threshold rule with a `baseline` compares the slice with its own normal level (the
     median of its trailing daily values): it fails when the statistic moved past that
     normal by at least `threshold`, in the `comparison` direction, beyond noise.
+    `intersections` says whether the rule also runs on intersection slices (several keys
+    at once); by default drop rules do (they find where a change happened) and service
+    levels do not (a level belongs to a surface, one key at a time).
     """
 
     name: str
@@ -94,10 +97,13 @@ class Rule:
     minimum_sample: int | None = None
     overrides: tuple[SliceOverride, ...] = ()
     description: str = ""
+    intersections: bool | None = None
 
     def __post_init__(self) -> None:
         if self.kind == "drop" and self.baseline is None:
             object.__setattr__(self, "baseline", Baseline())
+        if self.intersections is None:
+            object.__setattr__(self, "intersections", self.kind == "drop")
 
     @property
     def trailing_days(self) -> int:
@@ -142,6 +148,10 @@ class CheckOutcome:
     `kind` is the rule's kind: a failing `threshold` outcome is a service-level breach
     (an incident), a failing `drop` outcome a change alert. `p_value` is the one-sided
     p-value of a drop (or of a move against the slice's normal level) when one was tested.
+    `inconclusive` marks a pass that is not a clear one: a service level tested with a
+    confidence whose breach is neither significant nor clearly absent (the bounds straddle
+    the line). It neither opens nor closes an incident, so a slice that hovers at its line
+    does not open and close one every other day.
     """
 
     rule: str
@@ -162,6 +172,7 @@ class CheckOutcome:
     high_priority: bool = False
     kind: RuleKind = "threshold"
     p_value: float | None = None
+    inconclusive: bool = False
 
     def __post_init__(self) -> None:
         if self.partition_date is not None and not isinstance(self.partition_date, date):

@@ -45,4 +45,6 @@ def in_scope(rule: Rule, label: str, high_priority: bool) -> bool:
         return False
     if rule.baseline is not None and label == rule.baseline.slice:
         return False
+    if not rule.intersections and len(slice_components(label)) > 1:
+        return False
     return slice_matches(label, rule.slices) and not slice_matches(label, rule.exclude_slices)
