@@ -83,29 +83,57 @@ _REQUIRED_COLUMNS = ("status", "k", "metadata", *METRICS)
 _NUMERIC_COLUMNS = (*METRICS, "k", "prompt_tokens", "completion_tokens", "cost_usd")
 
 
-def _aggregate(
-    frame: pd.DataFrame, bloat_line: float, rows: np.ndarray | None = None
-) -> dict[str, float | int]:
-    """The aggregates of `frame`, or of its `rows` (positions) only.
+@dataclass(frozen=True)
+class _DayArrays:
+    """One day's columns as numpy arrays, made once and indexed per slice.
 
-    Columns are taken one at a time: a copy of the whole group, or of its ok rows, would
-    double the memory of a large day.
+    Numbers are float64 (NULL as NaN): no copy when the day is already numeric, as in
+    `SliceAccumulator`; the status is three boolean masks.
     """
 
-    def column(name: str) -> pd.Series:
-        return frame[name] if rows is None else frame[name].take(rows)
+    ok: np.ndarray
+    invalid: np.ndarray
+    error: np.ndarray
+    numbers: dict[str, np.ndarray]
 
-    status = column("status")
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _DayArrays:
+        status = frame["status"]
+        return cls(
+            ok=(status == "ok").to_numpy(dtype=bool),
+            invalid=(status == "invalid").to_numpy(dtype=bool),
+            error=(status == "error").to_numpy(dtype=bool),
+            numbers={
+                name: pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
+                for name in _NUMERIC_COLUMNS
+                if name in frame
+            },
+        )
+
+
+def _aggregate(
+    day: _DayArrays, bloat_line: float, rows: np.ndarray | None = None
+) -> dict[str, float | int]:
+    """The aggregates of the day, or of its `rows` (positions) only: only the values a
+    statistic needs are gathered, one column at a time."""
+    ok = day.ok if rows is None else day.ok[rows]
     row: dict[str, float | int] = {
-        "events": len(status),
-        "evaluated": int((status == "ok").sum()),
-        "invalid": int((status == "invalid").sum()),
-        "errors": int((status == "error").sum()),
+        "events": len(ok),
+        "evaluated": int(ok.sum()),
+        "invalid": int((day.invalid if rows is None else day.invalid[rows]).sum()),
+        "errors": int((day.error if rows is None else day.error[rows]).sum()),
     }
-    ok = (status == "ok").to_numpy()
 
-    def defined(name: str) -> pd.Series:
-        return column(name)[ok].dropna().astype(float)
+    def column(name: str) -> np.ndarray | None:
+        values = day.numbers.get(name)
+        return values if values is None or rows is None else values[rows]
+
+    def defined(name: str) -> np.ndarray:
+        values = column(name)
+        if values is None:
+            return np.empty(0)
+        values = values[ok]
+        return values[~np.isnan(values)]
 
     for metric in METRICS:
         values = defined(metric)
@@ -118,13 +146,14 @@ def _aggregate(
     row["share_precision_below_bloat"] = (
         float((precision < bloat_line).mean()) if len(precision) else np.nan
     )
-    row["p10_recall"] = float(recall.quantile(0.1)) if len(recall) else np.nan
-    row["p10_precision"] = float(precision.quantile(0.1)) if len(precision) else np.nan
+    row["p10_recall"] = float(np.quantile(recall, 0.1)) if len(recall) else np.nan
+    row["p10_precision"] = float(np.quantile(precision, 0.1)) if len(precision) else np.nan
     k = defined("k")
     row["mean_k"] = float(k.mean()) if len(k) else np.nan
-    for name in ("prompt_tokens", "completion_tokens"):
-        row[name] = int(column(name).fillna(0).sum()) if name in frame else 0
-    row["cost_usd"] = float(column("cost_usd").fillna(0).sum()) if "cost_usd" in frame else 0.0
+    for name in ("prompt_tokens", "completion_tokens", "cost_usd"):
+        values = column(name)
+        total = float(np.nansum(values)) if values is not None else 0.0
+        row[name] = total if name == "cost_usd" else int(total)
     return row
 
 
@@ -225,13 +254,14 @@ def _day_rows(
     pair_bounds: PairSliceBounds,
 ) -> list[dict[str, Any]]:
     """The `all` row, one row per (key, value), then the kept pair slices of one day."""
+    arrays = _DayArrays.of(frame)
     rows: list[dict[str, Any]] = [
         {
             "partition_date": day,
             "slice": ALL_SLICE,
             "slice_key": ALL_SLICE,
             "slice_value": ALL_SLICE,
-            **_aggregate(frame, bloat_line),
+            **_aggregate(arrays, bloat_line),
         }
     ]
     groups = [_key_groups(key, values) for key, values in values_by_key]
@@ -244,7 +274,7 @@ def _day_rows(
                     "slice": slice_label(group.key, value),
                     "slice_key": group.key,
                     "slice_value": value,
-                    **_aggregate(frame, bloat_line, rows_of_value),
+                    **_aggregate(arrays, bloat_line, rows_of_value),
                 }
             )
     for label, key, value, positions in _pair_groups(groups, pair_bounds):
@@ -254,7 +284,7 @@ def _day_rows(
                 "slice": label,
                 "slice_key": key,
                 "slice_value": value,
-                **_aggregate(frame, bloat_line, positions),
+                **_aggregate(arrays, bloat_line, positions),
             }
         )
     return rows
