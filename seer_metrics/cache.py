@@ -12,8 +12,8 @@ import json
 import logging
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,6 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator, TokenUsage
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Judgment, Requirement
 
@@ -52,7 +51,9 @@ def normalise_text(text: str) -> str:
 
 def _digest(parts: object) -> str:
     canonical = json.dumps(parts, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # Parsed events hold no lone surrogate (`clean_text`); an event built by hand may, and
+    # its key must still be a digest, not an exception.
+    return hashlib.sha256(canonical.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 def requirements_key(query: str, model: str, prompt_version: str) -> str:
@@ -121,15 +122,16 @@ class JudgmentRecord:
 class JudgmentStore:
     """SQLAlchemy-backed cache of requirement lists and judgments.
 
-    Takes an engine, a SQLAlchemy URL, or a file path (a SQLite file; the default is
-    `.seer/judgments.sqlite`). Creates its two tables when missing. Every `put_*` call
-    commits before returning, so a crashed run keeps everything stored up to then; a key
-    already present is left as it is (first writer wins), which keeps concurrent writers
-    from different processes safe.
+    Takes an engine (in the pipelines and `seer evaluate --cache URL`, the one the
+    warehouse engine factory builds, so URLs map to drivers in one place) or the path of
+    a local SQLite file (the default is `.seer/judgments.sqlite`). Creates its two tables
+    when missing. Every `put_*` call commits before returning, so a crashed run keeps
+    everything stored up to then; a key already present is left as it is (first writer
+    wins), which keeps concurrent writers from different processes safe.
     """
 
-    def __init__(self, engine_or_url: Engine | str | Path | None = None) -> None:
-        self.engine = _as_engine(DEFAULT_CACHE_PATH if engine_or_url is None else engine_or_url)
+    def __init__(self, engine_or_path: Engine | str | Path | None = None) -> None:
+        self.engine = _as_engine(DEFAULT_CACHE_PATH if engine_or_path is None else engine_or_path)
         try:
             _metadata.create_all(self.engine, checkfirst=True)
         except exc.SQLAlchemyError:
@@ -233,80 +235,15 @@ class JudgmentStore:
         return len(unique)
 
 
-def _as_engine(engine_or_url: Engine | str | Path) -> Engine:
-    if isinstance(engine_or_url, Engine):
-        return engine_or_url
-    text = str(engine_or_url)
+def _as_engine(engine_or_path: Engine | str | Path) -> Engine:
+    if isinstance(engine_or_path, Engine):
+        return engine_or_path
+    text = str(engine_or_path)
     if "://" in text:
-        return create_engine(text)
+        raise ValueError(
+            "JudgmentStore takes an engine or a SQLite file path; build the engine of a "
+            "database URL with the warehouse engine factory"
+        )
     path = Path(text).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     return create_engine(f"sqlite:///{path}")
-
-
-class CachingEvaluator:
-    """Wraps an evaluator: stored judgments are re-used, only misses reach the model.
-
-    Events that repeat within one batch are judged once. Every ok judgment of a miss is
-    stored (and committed) before `evaluate` returns, so a crashed run that is started
-    again re-judges nothing it already paid for. Errors are never stored: they are retried
-    on the next run.
-    """
-
-    def __init__(self, inner: Evaluator, store: JudgmentStore) -> None:
-        self.inner = inner
-        self.store = store
-        self.name = inner.name
-        self.model = inner.model
-        self.prompt_version = inner.prompt_version
-
-    async def evaluate(self, events: Sequence[RetrievalEvent]) -> list[EvaluationOutcome]:
-        keys = [judgment_key(event, self.model, self.prompt_version) for event in events]
-        stored = self.store.get_judgments(keys)
-        first_miss: dict[str, int] = {}
-        for index, key in enumerate(keys):
-            if key not in stored and key not in first_miss:
-                first_miss[key] = index
-        miss_events = [events[index] for index in first_miss.values()]
-        fresh = await self.inner.evaluate(miss_events) if miss_events else []
-        if len(fresh) != len(miss_events):
-            raise RuntimeError(
-                f"evaluator {self.name!r} returned {len(fresh)} outcomes "
-                f"for {len(miss_events)} events"
-            )
-        fresh_by_key = dict(zip(first_miss, fresh, strict=True))
-        to_store = [
-            JudgmentRecord(key, outcome.event_id, self.model, self.prompt_version, outcome.judgment)
-            for key, outcome in fresh_by_key.items()
-            if outcome.status == "ok" and outcome.judgment is not None
-        ]
-        if to_store:
-            try:
-                self.store.put_judgments(to_store)
-            except exc.SQLAlchemyError:
-                # The judgments are still valid and returned; only re-use is lost.
-                logger.exception("could not store %d judgments in the cache", len(to_store))
-        outcomes: list[EvaluationOutcome] = []
-        for index, (event, key) in enumerate(zip(events, keys, strict=True)):
-            if key in stored:
-                outcomes.append(_cache_hit(event, stored[key]))
-            elif first_miss[key] == index:
-                outcomes.append(fresh_by_key[key])
-            else:
-                repeated = fresh_by_key[key]
-                if repeated.status == "ok" and repeated.judgment is not None:
-                    outcomes.append(_cache_hit(event, repeated.judgment))
-                else:
-                    # Its usage was spent (and is counted) on the first occurrence.
-                    outcomes.append(
-                        replace(
-                            repeated, event_id=event.event_id, model_calls=0, usage=TokenUsage()
-                        )
-                    )
-        return outcomes
-
-
-def _cache_hit(event: RetrievalEvent, judgment: Judgment) -> EvaluationOutcome:
-    return EvaluationOutcome(
-        event_id=event.event_id, status="ok", judgment=judgment, model_calls=0, cache_hit=True
-    )

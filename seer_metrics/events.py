@@ -2,6 +2,11 @@
 
 Bad rows are never dropped silently: parsing raises `InvalidEventError` with a stable
 reason code (stored in the `reason` column) and a message that names the field at fault.
+
+Text that no database or UTF-8 encoder accepts is cleaned by one rule (`clean_text`):
+a lone surrogate (`"\\ud800"`, which JSON and PostgreSQL `json` columns can hold) and a
+NUL character become U+FFFD, the replacement character, in the event id, the task,
+passage ids and texts, and metadata keys and values.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -83,6 +89,7 @@ class RetrievalEvent:
             )
         if not task.strip():
             raise InvalidEventError("task_empty", "'task' is empty")
+        task = clean_text(task)
         context, duplicates = parse_context(record.get("context", _MISSING))
         metadata = _parse_metadata(record.get("metadata"))
         event_ts = parse_timestamp(record.get("event_ts"))
@@ -116,7 +123,7 @@ def _parse_event_id(record: Mapping[str, Any]) -> str:
         raise InvalidEventError(
             "event_id_invalid", f"'event_id' must be a string or integer, got {_type_name(raw)}"
         )
-    return str(raw).strip()
+    return clean_text(str(raw).strip())
 
 
 def parse_context(raw: Any) -> tuple[tuple[ContextItem, ...], int]:
@@ -179,7 +186,7 @@ def _parse_item(entry: Any, position: int) -> ContextItem:
     if isinstance(entry, str):
         if not entry.strip():
             raise InvalidEventError("item_text_empty", f"{where} has empty text")
-        return ContextItem(id=str(position), text=entry, position=position)
+        return ContextItem(id=str(position), text=clean_text(entry), position=position)
     if not isinstance(entry, Mapping):
         raise InvalidEventError(
             "item_not_text_or_object",
@@ -203,13 +210,13 @@ def _parse_item(entry: Any, position: int) -> ContextItem:
             f"{where}: 'id' must be a string or integer, got {_type_name(raw_id)}",
         )
     else:
-        item_id = str(raw_id).strip()
+        item_id = clean_text(str(raw_id).strip())
     rank = _parse_number(entry.get("rank"), "rank", where)
     if rank is not None and rank < 1:
         raise InvalidEventError("rank_invalid", f"{where}: 'rank' must be >= 1, got {rank:g}")
     score = _parse_number(entry.get("score"), "score", where)
-    extra = finite_json({key: value for key, value in entry.items() if key not in _ITEM_KEYS})
-    return ContextItem(item_id, text, position, rank, score, extra)
+    extra = clean_json({key: value for key, value in entry.items() if key not in _ITEM_KEYS})
+    return ContextItem(item_id, clean_text(text), position, rank, score, extra)
 
 
 def _parse_number(value: Any, name: str, where: str) -> float | None:
@@ -246,19 +253,38 @@ def _parse_metadata(raw: Any) -> dict[str, Any]:
         raise InvalidEventError(
             "metadata_not_object", f"'metadata' must be an object, got {_type_name(raw)}"
         )
-    return finite_json(dict(raw))
+    return clean_json(dict(raw))
 
 
-def finite_json(value: Any) -> Any:
-    """`value` with NaN and infinities (which Python's json reads and writes, but JSON and
-    PostgreSQL do not accept) replaced by None, at any depth."""
+_UNENCODABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """`text` with lone surrogates and NUL replaced by U+FFFD: UTF-8 cannot encode the
+    first, PostgreSQL text cannot hold the second, so either would fail a whole write."""
+    return _UNENCODABLE.sub("\ufffd", text)
+
+
+def clean_json(value: Any) -> Any:
+    """A JSON value any database accepts, at any depth: NaN and infinities (which Python's
+    json reads and writes, but JSON and PostgreSQL do not) become None, and strings (keys
+    too) go through `clean_text`."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, str):
+        return clean_text(value)
     if isinstance(value, Mapping):
-        return {key: finite_json(item) for key, item in value.items()}
+        return {
+            clean_text(key) if isinstance(key, str) else key: clean_json(item)
+            for key, item in value.items()
+        }
     if isinstance(value, list | tuple):
-        return [finite_json(item) for item in value]
+        return [clean_json(item) for item in value]
     return value
+
+
+# The warehouse writer passes every JSON value it writes through this name.
+finite_json = clean_json
 
 
 def parse_timestamp(raw: Any) -> datetime | None:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from seer_metrics.agreement import load_examples, write_events_jsonl
 from seer_pipelines.cli import main
@@ -261,3 +262,51 @@ def test_a_cache_url_password_never_reaches_the_console(
     captured = capsys.readouterr()
     assert "hunter2-secret" not in captured.out + captured.err
     assert "--cache postgresql+psycopg2://seer:***@127.0.0.1:1/nowhere" in captured.err
+
+
+def test_one_line_with_nul_or_a_lone_surrogate_spoils_no_other_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    poison = GOOD | {
+        "event_id": "poison",
+        "context": [{"id": "p\u0000", "text": "Christopher Nolan directed Inception.\ud800"}],
+        "metadata": {"env": "prod\udfff"},
+    }
+    events = write_lines(
+        tmp_path / "events.jsonl",
+        [json.dumps(GOOD), json.dumps(poison), json.dumps(UNSUPPORTED)],
+    )
+    out = tmp_path / "scores.jsonl"
+    cache = tmp_path / "judgments.sqlite"
+    assert main(["evaluate", str(events), "--cache", str(cache), "--out", str(out)]) == 0
+    rows = read_out(out)
+    assert [row["status"] for row in rows] == ["ok", "ok", "ok"]
+    assert rows[1]["cited_ids"] == ["p\ufffd"]
+    assert "events: 3  ok: 3  invalid: 0  errors: 0" in capsys.readouterr().out
+
+
+def test_a_non_string_event_id_is_kept_as_its_json_text(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"event_id": {"a": 1}, "task": "q", "context": ["x"]}),
+        json.dumps({"event_id": [1, 2], "task": "q", "context": ["x"]}),
+    ]
+    out = tmp_path / "scores.jsonl"
+    assert main(["evaluate", str(write_lines(tmp_path / "e.jsonl", lines)), "--out", str(out)]) == 0
+    assert [row["event_id"] for row in read_out(out)] == ['{"a":1}', "[1,2]"]
+
+
+def test_a_cache_url_is_opened_with_the_warehouse_engine_factory(
+    mixed_file: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `postgresql://` (no driver) must mean psycopg2, as it does for the warehouse.
+    url = postgres_url.replace("postgresql+psycopg2://", "postgresql://")
+    try:
+        assert main(["evaluate", str(mixed_file), "--cache", url]) == 0
+        assert main(["evaluate", str(mixed_file), "--cache", url]) == 0
+        assert "cache hits: 3" in capsys.readouterr().out
+    finally:
+        engine = sa.create_engine(postgres_url)
+        with engine.begin() as connection:
+            for table in ("seer_judgment_cache", "seer_requirement_cache"):
+                connection.execute(sa.text(f"drop table if exists {table}"))
+        engine.dispose()

@@ -227,3 +227,25 @@ def test_any_json_record_either_parses_or_raises_invalid_event_error(record):
     else:
         assert event.task.strip()
         assert len(set(event.context_ids)) == event.n
+
+
+def test_text_no_database_accepts_is_cleaned_by_one_rule() -> None:
+    from seer_metrics.events import RetrievalEvent, clean_json, clean_text
+
+    assert clean_text("a\u0000b\ud800c\udfff") == "a\ufffdb\ufffdc\ufffd"
+    assert clean_text("plain é 😀") == "plain é 😀"
+    assert clean_json({"k\u0000": ["v\ud800", float("nan"), 1]}) == {
+        "k\ufffd": ["v\ufffd", None, 1]
+    }
+    event = RetrievalEvent.from_record(
+        {
+            "event_id": "e\u0000",
+            "task": "q\ud800",
+            "context": [{"id": "p\u0000", "text": "t\udfff", "note": "x\u0000"}],
+            "metadata": {"env": "prod\u0000"},
+        }
+    )
+    assert (event.event_id, event.task) == ("e\ufffd", "q\ufffd")
+    (item,) = event.context
+    assert (item.id, item.text, dict(item.extra)) == ("p\ufffd", "t\ufffd", {"note": "x\ufffd"})
+    assert event.metadata == {"env": "prod\ufffd"}

@@ -9,7 +9,6 @@ import pytest
 import sqlalchemy as sa
 
 from seer_metrics.cache import (
-    CachingEvaluator,
     JudgmentRecord,
     JudgmentStore,
     RequirementsRecord,
@@ -17,6 +16,7 @@ from seer_metrics.cache import (
     requirements_key,
 )
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator, TokenUsage
+from seer_metrics.evaluators.caching import CachingEvaluator
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Judgment, Requirement
 
@@ -66,7 +66,9 @@ def test_sqlite_file_store_round_trips_and_survives_reopening(tmp_path) -> None:
     _exercise_store(JudgmentStore(path))
     reopened = JudgmentStore(str(path))
     assert reopened.get_judgments(["key-0"])["key-0"] == JUDGMENT
-    assert JudgmentStore(f"sqlite:///{path}").count()["seer_judgment_cache"] == 1203
+    assert (
+        JudgmentStore(sa.create_engine(f"sqlite:///{path}")).count()["seer_judgment_cache"] == 1203
+    )
 
 
 @pytest.mark.postgres

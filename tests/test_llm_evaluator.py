@@ -5,15 +5,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from seer_metrics import RetrievalEvent, score_event
-from seer_metrics.cache import JudgmentStore, requirements_key
+from seer_metrics.cache import JudgmentStore, judgment_key, requirements_key
 from seer_metrics.evaluators import build_evaluator, prompts
+from seer_metrics.evaluators.answers import RequirementsAnswer, SupportAnswer
 from seer_metrics.evaluators.base import Evaluator
+from seer_metrics.evaluators.caching import DEFAULT_FLUSH_EVENTS, CachingEvaluator
 from seer_metrics.evaluators.llm import (
     LLMEvaluator,
     LLMSettings,
@@ -222,16 +229,44 @@ def test_a_reply_still_bad_after_repair_is_an_error_with_its_code(server, fault)
     assert outcome.usage.total_tokens > 0
 
 
-@pytest.mark.parametrize(("fault", "code"), [("truncated", "truncated"), ("refusal", "refused")])
-def test_truncated_and_refused_replies_are_errors_without_repair(server, fault, code) -> None:
-    server.inject(fault, schema=SUPPORT_SCHEMA_NAME, times=1)
+def test_a_refused_reply_is_an_error_without_repair(server) -> None:
+    server.inject("refusal", schema=SUPPORT_SCHEMA_NAME, times=1)
     outcomes = _run(_evaluator(server), [_event("e1"), _event("e2", OTHER_QUERY)])
     # The fault hits whichever support request comes first; the other event is untouched.
     (failed,) = [o for o in outcomes if o.status == "error"]
     (ok,) = [o for o in outcomes if o.status == "ok"]
-    assert failed.reason.startswith(code + ":") and failed.judgment is None
+    assert failed.reason.startswith("refused:") and failed.judgment is None
     assert failed.model_calls == 2 and ok.model_calls == 2
     assert server.count(schema=SUPPORT_SCHEMA_NAME) == 2  # no repair attempt
+
+
+def _support_caps(server: FakeJudgeServer) -> list[int]:
+    return [
+        r.body["max_completion_tokens"] for r in server.requests if r.schema == SUPPORT_SCHEMA_NAME
+    ]
+
+
+def test_a_truncated_reply_is_asked_again_once_with_twice_the_cap(server) -> None:
+    server.inject("truncated", schema=SUPPORT_SCHEMA_NAME, times=1)
+    (outcome,) = _run(_evaluator(server, max_completion_tokens=700), [_event("e1")])
+    assert outcome.status == "ok"
+    assert [r.supported_by for r in outcome.judgment.requirements] == [("p1",), ("p2",)]
+    assert _support_caps(server) == [700, 1400]
+    assert outcome.model_calls == 3  # phase 1, the cut reply, the retry
+
+
+def test_a_reply_truncated_again_is_an_error_and_the_cap_stops_at_the_ceiling(server) -> None:
+    server.inject("truncated", schema=SUPPORT_SCHEMA_NAME, times=2)
+    evaluator = _evaluator(server, max_completion_tokens=700, max_completion_tokens_ceiling=1000)
+    (outcome,) = _run(evaluator, [_event("e1")])
+    assert outcome.status == "error" and outcome.reason.startswith("truncated:")
+    assert "max_completion_tokens=1000" in outcome.reason
+    assert _support_caps(server) == [700, 1000]
+    server.reset_records()
+    server.inject("truncated", schema=SUPPORT_SCHEMA_NAME, times=1)
+    at_ceiling = _evaluator(server, max_completion_tokens=700, max_completion_tokens_ceiling=700)
+    (outcome,) = _run(at_ceiling, [_event("e2", OTHER_QUERY)])
+    assert outcome.status == "error" and _support_caps(server) == [700]
 
 
 def test_a_failed_phase_one_fails_every_event_of_that_query_once(server) -> None:
@@ -334,7 +369,7 @@ def test_a_hanging_endpoint_times_out(server: FakeJudgeServer) -> None:
     assert failed.status == "error" and failed.reason.startswith("timeout:")
 
 
-def test_an_unreachable_endpoint_is_an_api_error_not_an_exception() -> None:
+def test_an_unreachable_endpoint_is_an_api_error_and_no_model_call() -> None:
     with FakeJudgeServer() as gone:
         base_url = gone.base_url
     settings = LLMSettings(
@@ -346,7 +381,21 @@ def test_an_unreachable_endpoint_is_an_api_error_not_an_exception() -> None:
     )
     (outcome,) = asyncio.run(LLMEvaluator(settings).evaluate([_event("e1")]))
     assert outcome.status == "error" and outcome.reason.startswith("api_error:")
-    assert outcome.model_calls == 2
+    # Refused connections never reached an endpoint: counted apart from model calls.
+    assert (outcome.model_calls, outcome.unsent_requests) == (0, 2)
+
+
+def test_a_request_that_reached_the_endpoint_counts_as_a_model_call(server) -> None:
+    server.hang_seconds = 1.0
+    server.inject("hang", schema=REQUIREMENTS_SCHEMA_NAME, times=None)
+    evaluator = _evaluator(server, timeout_seconds=0.2, max_retries=1)
+    (outcome,) = _run(evaluator, [_event("e1")])
+    assert outcome.reason.startswith("timeout:")
+    assert (outcome.model_calls, outcome.unsent_requests) == (2, 0)
+    deadline = time.monotonic() + 10  # the server records a hung request when it ends
+    while server.count() < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.count(schema=REQUIREMENTS_SCHEMA_NAME) == outcome.model_calls
 
 
 def test_the_client_keeps_under_the_server_rpm_limit(server: FakeJudgeServer) -> None:
@@ -496,3 +545,130 @@ def test_price_table_extends_from_seer_llm_prices() -> None:
         with pytest.raises(ValueError, match="SEER_LLM_PRICES") as caught:
             LLMSettings.from_env({"SEER_LLM_PRICES": bad})
         assert message in str(caught.value)
+
+
+# --- schemas ----------------------------------------------------------------------------------
+
+
+def _objects(schema: dict) -> list[dict]:
+    """Every object node of a JSON schema."""
+    found = [schema] if schema.get("type") == "object" else []
+    for value in schema.values():
+        if isinstance(value, dict):
+            found.extend(_objects(value))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("schema", "model"),
+    [(prompts.REQUIREMENTS_SCHEMA, RequirementsAnswer), (prompts.SUPPORT_SCHEMA, SupportAnswer)],
+)
+def test_schemas_sent_are_strict_mode_valid_and_match_the_reply_models(schema, model) -> None:
+    objects = _objects(schema)
+    assert len(objects) >= 2
+    for node in objects:
+        assert node["additionalProperties"] is False
+        assert sorted(node["required"]) == sorted(node["properties"])
+    assert "$ref" not in json.dumps(schema) and "$defs" not in json.dumps(schema)
+    # The top-level properties are the reply model's fields, so validation and request agree.
+    assert set(schema["properties"]) == set(model.model_fields)
+
+
+# --- text no encoder accepts ------------------------------------------------------------
+
+
+def test_lone_surrogates_and_nul_never_break_a_cache_key() -> None:
+    poison = {
+        "event_id": "e\ud800",
+        "task": "Who directed \ud800Inception?",
+        "context": [{"id": "p\x001", "text": "Nolan \udfff directed it.\x00"}],
+        "metadata": {"env\x00": "prod\ud800"},
+    }
+    event = RetrievalEvent.from_record(poison)
+    assert event.task == "Who directed \ufffdInception?"
+    assert event.context_ids == ("p\ufffd1",)
+    assert event.metadata == {"env\ufffd": "prod\ufffd"}
+    assert len(judgment_key(event, "m", "v1")) == 64
+    # An event built by hand (not parsed) still gets a digest, not an exception.
+    raw = RetrievalEvent("e", "q\ud800", event.context)
+    assert judgment_key(raw, "m", "v1") != judgment_key(event, "m", "v1")
+
+
+# --- judgments reach the cache as they complete ---------------------------------------
+
+_KILLED_JUDGE = """
+import asyncio, json, sys
+from seer_metrics.cache import JudgmentStore
+from seer_metrics.evaluators.caching import CachingEvaluator
+from seer_metrics.evaluators.llm import LLMEvaluator, LLMSettings
+from seer_metrics.events import RetrievalEvent
+
+base_url, cache, events_file = sys.argv[1:4]
+events = [RetrievalEvent.from_record(json.loads(line)) for line in open(events_file)]
+store = JudgmentStore(cache)
+settings = LLMSettings(
+    api_key="k", base_url=base_url, max_concurrency=4,
+    requests_per_minute=None, tokens_per_minute=None,
+)
+judge = CachingEvaluator(LLMEvaluator(settings, requirement_store=store), store)
+asyncio.run(judge.evaluate(events))
+"""
+
+
+def test_a_killed_run_repays_only_the_calls_in_flight(server, tmp_path: Path) -> None:
+    server.latency_seconds = 0.04
+    records = [
+        {"event_id": f"e{i}", "task": QUERY, "context": [{"id": "p1", "text": f"Film {i}."}]}
+        for i in range(200)
+    ]
+    events_file = tmp_path / "events.jsonl"
+    events_file.write_text("".join(json.dumps(record) + "\n" for record in records))
+    cache = tmp_path / "cache.sqlite"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_JUDGE, server.base_url, str(cache), str(events_file)],
+        env={**os.environ, "OPENAI_API_KEY": "k"},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while server.count() < 80 and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert child.poll() is None, "the judge finished before it could be killed"
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait()
+    time.sleep(server.latency_seconds * 3)  # requests in flight at the kill get recorded
+    paid_before = server.count()
+    assert paid_before < len(records)
+
+    store = JudgmentStore(cache)
+    settings = LLMSettings(
+        api_key="k", base_url=server.base_url, requests_per_minute=None, tokens_per_minute=None
+    )
+    resumed = CachingEvaluator(LLMEvaluator(settings, requirement_store=store), store)
+    outcomes = asyncio.run(resumed.evaluate([RetrievalEvent.from_record(r) for r in records]))
+    assert all(outcome.status == "ok" for outcome in outcomes)
+    needed = 1 + len(records)  # one requirement list for the query, one support call an event
+    repaid = paid_before + (server.count() - paid_before) - needed
+    # At most the 4 calls in flight and one unflushed batch were lost to the kill.
+    assert 0 <= repaid <= 4 + DEFAULT_FLUSH_EVENTS
+
+
+def test_a_batch_still_running_has_already_committed_its_finished_judgments(
+    server, tmp_path: Path
+) -> None:
+    server.latency_seconds = 0.02
+    store = JudgmentStore(tmp_path / "cache.sqlite")
+    judge = CachingEvaluator(_evaluator(server, max_concurrency=2), store, flush_events=2)
+    events = [_event(f"e{i}", context=[{"id": "p1", "text": f"Film {i}."}]) for i in range(20)]
+    seen_while_running: list[int] = []
+
+    async def judge_and_watch() -> None:
+        task = asyncio.ensure_future(judge.evaluate(events))
+        while not task.done():
+            seen_while_running.append(store.count()["seer_judgment_cache"])
+            await asyncio.sleep(0.02)
+        await task
+
+    asyncio.run(judge_and_watch())
+    assert store.count()["seer_judgment_cache"] == len(events)
+    assert any(0 < count < len(events) for count in seen_while_running)

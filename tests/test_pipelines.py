@@ -536,7 +536,7 @@ def test_evaluator_errors_are_stored_with_a_reason(warehouse) -> None:
             outcomes = await super().evaluate(events)
             return [
                 EvaluationOutcome(o.event_id, "error", reason="timeout: judge did not answer")
-                if index % 5 == 0
+                if index % 10 == 0
                 else o
                 for index, o in zip(itertools.count(), outcomes)
             ]
@@ -601,3 +601,156 @@ def test_seer_demo_end_to_end(tmp_path) -> None:
         == 3
     )
     warehouse.dispose()
+
+
+def test_a_repeated_event_id_keeps_its_earliest_row_whatever_its_status(warehouse) -> None:
+    table = text_events_table(warehouse)
+    late_invalid = dict(inception_row("dup-2", "2026-11-29 09:00:00"), task="   ")
+    rows = [
+        inception_row("dup-1", "2026-11-29 07:00:00"),
+        late_invalid,  # invalid rows skip the judge: they must not win by coming back first
+        inception_row("dup-2", "2026-11-29 08:00:00"),
+    ]
+    with warehouse.get_engine().begin() as connection:
+        connection.execute(table.insert(), rows)
+    with instance_for_test() as instance:
+        result = run_day(warehouse, instance, LAST_DAY)
+    assert metadata_of(result, "event_judgments")["duplicate_event_ids"].value == 1
+    metrics = warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)
+    kept = metrics[metrics["event_id"] == "dup-2"]
+    assert len(kept) == 1
+    assert kept.iloc[0]["status"] == "ok"
+    assert kept.iloc[0]["event_ts"].hour == 8
+
+
+POISON_CONTEXT = json.dumps(
+    [
+        {"id": "p\u0000", "text": "Christopher Nolan directed Inception.\ud800", "score": 0.9},
+        {"id": "p\udfff", "text": "Nolan is British\u0000-American.", "score": 0.5},
+    ]
+)
+
+
+def poison_rows() -> list[dict[str, Any]]:
+    """Valid events whose JSON text holds NUL and lone surrogates, next to a plain one."""
+    poisoned = dict(inception_row("poison", "2026-11-29 10:00:00"), context=POISON_CONTEXT)
+    poisoned["metadata"] = json.dumps({"env": "prod\u0000", "feature_flag": "v\ud800"})
+    poisoned_task = dict(inception_row("poison-task", "2026-11-29 10:30:00"))
+    poisoned_task["task"] = "Who directed Inception?\u0000"  # text columns hold no surrogate
+    return [inception_row("plain", "2026-11-29 09:00:00"), poisoned, poisoned_task]
+
+
+def check_poison_day(warehouse: WarehouseResource, result) -> None:
+    assert result.success
+    metrics = warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)
+    assert sorted(metrics["status"]) == ["ok", "ok", "ok"]
+    poison = metrics[metrics["event_id"] == "poison"].iloc[0]
+    assert poison["metadata"] == {"env": "prod\ufffd", "feature_flag": "v\ufffd"}
+    passages = warehouse.read_partition_frame(PASSAGE_JUDGMENTS_TABLE, LAST_DAY)
+    assert {"p\ufffd", "p\ufffd#2"} <= set(passages["passage_id"])
+    slices = warehouse.read_partition_frame(SLICE_METRICS_TABLE, LAST_DAY)
+    assert "env=prod\ufffd" in set(slices["slice"])
+
+
+def test_nul_and_lone_surrogates_in_a_row_never_fail_the_day(warehouse) -> None:
+    table = text_events_table(warehouse)
+    with warehouse.get_engine().begin() as connection:
+        connection.execute(table.insert(), poison_rows())
+    with instance_for_test() as instance:
+        check_poison_day(warehouse, run_day(warehouse, instance, LAST_DAY))
+
+
+def test_nul_and_lone_surrogates_in_json_columns_on_postgres(
+    postgres_url: str, postgres_schema: str
+) -> None:
+    resource = WarehouseResource(url=postgres_url, db_schema=postgres_schema, chunk_size=16)
+    table = sa.Table(
+        "retrieval_events",
+        sa.MetaData(schema=postgres_schema),
+        sa.Column("event_id", sa.Text),
+        sa.Column("event_ts", sa.DateTime(timezone=True)),
+        sa.Column("task", sa.Text),
+        sa.Column("context", sa.JSON),  # json, not jsonb: it keeps \u0000 and \ud800
+        sa.Column("metadata", sa.JSON),
+    )
+    table.metadata.create_all(resource.get_engine())
+    rows = []
+    for row in poison_rows():
+        rows.append(
+            {
+                "event_id": row["event_id"],
+                "event_ts": datetime.fromisoformat(row["event_ts"]).replace(tzinfo=UTC),
+                # A NUL in a text column is refused by PostgreSQL itself: keep it in JSON.
+                "task": row["task"].replace("\u0000", ""),
+                "context": json.loads(row["context"]),
+                "metadata": json.loads(row["metadata"]),
+            }
+        )
+    with resource.get_engine().begin() as connection:
+        connection.execute(table.insert(), rows)
+    try:
+        with instance_for_test() as instance:
+            check_poison_day(resource, run_day(resource, instance, LAST_DAY))
+    finally:
+        resource.dispose()
+
+
+class AlwaysFailingEvaluator(CountingEvaluator):
+    """A judge whose endpoint is down: every event ends in error."""
+
+    endpoint = "http://judge.internal:8000/v1"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prompt_version = "judge-down"  # misses the cache filled by the good run
+
+    async def evaluate(self, events):
+        await super().evaluate(events)
+        return [
+            EvaluationOutcome(e.event_id, "error", reason="api_error: connection failed")
+            for e in events
+        ]
+
+
+class AlwaysFailingResource(EvaluatorResource):
+    def build(self, store: Any = None) -> CountingEvaluator:
+        return AlwaysFailingEvaluator()
+
+
+def test_a_judge_outage_fails_the_step_and_keeps_the_days_good_rows(warehouse) -> None:
+    seed_warehouse(warehouse, days=1)
+    with instance_for_test() as instance:
+        run_day(warehouse, instance, LAST_DAY)
+        before = warehouse.read_partition_frame(JUDGMENTS_TABLE, LAST_DAY)
+        result = materialize(
+            ASSETS,
+            partition_key=LAST_DAY.isoformat(),
+            resources={"warehouse": warehouse, "evaluator": AlwaysFailingResource()},
+            instance=instance,
+            raise_on_error=False,
+        )
+    assert not result.success
+    (failure,) = [event for event in result.all_events if event.event_type_value == "STEP_FAILURE"]
+    # Dagster wraps the step's exception: the operator's message is the error's cause.
+    message = failure.step_failure_data.error.cause.message
+    assert message.startswith("seer_pipelines.assets.judgments.JudgeFailingError: ")
+    assert "judge failing on 2026-11-29" in message
+    assert "(100%) ended in error, above the 20% limit" in message
+    assert "api_error" in message and "http://judge.internal:8000/v1" in message
+    after = warehouse.read_partition_frame(JUDGMENTS_TABLE, LAST_DAY)
+    assert len(after) == len(before) and (after["status"] != "error").all()
+    assert warehouse.count_partition(EVENT_METRICS_TABLE, LAST_DAY) == len(before)
+
+
+def test_the_error_share_limit_is_asset_config(warehouse) -> None:
+    seed_warehouse(warehouse, days=1)
+    with instance_for_test() as instance:
+        result = materialize(
+            ASSETS,
+            partition_key=LAST_DAY.isoformat(),
+            resources={"warehouse": warehouse, "evaluator": AlwaysFailingResource()},
+            instance=instance,
+            run_config={"ops": {"event_judgments": {"config": {"max_error_share": 1.0}}}},
+        )
+    assert result.success
+    assert metadata_of(result, "event_judgments")["error_share"].value == 1.0

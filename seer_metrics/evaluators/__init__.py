@@ -27,7 +27,7 @@ def build_evaluator(
     """Build the evaluator named by `kind`; `model` overrides its default model.
 
     `store` keeps the LLM judge's phase-1 requirement lists (so K is stable across runs);
-    wrap the result in `CachingEvaluator` to re-use whole judgments. Raises `ValueError`
+    wrap the result in `caching.CachingEvaluator` to re-use whole judgments. Raises `ValueError`
     naming the kind or setting at fault.
     """
     normalised = kind.strip().lower() if isinstance(kind, str) else kind

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -34,6 +34,8 @@ class EvaluationOutcome:
 
     `status` is "ok" with a judgment, or "error" with a reason code such as
     `invalid_json`, `schema_mismatch`, `timeout`, `rate_limited`, `refused`, `truncated`.
+    `model_calls` counts requests that reached the endpoint; `unsent_requests` counts
+    attempts whose connection failed before the request was sent (nothing to pay).
     """
 
     event_id: str
@@ -43,11 +45,20 @@ class EvaluationOutcome:
     usage: TokenUsage = TokenUsage()
     model_calls: int = 0
     cache_hit: bool = False
+    unsent_requests: int = 0
+
+
+# Told about each outcome as it completes: (index of the event in the batch, outcome).
+OutcomeCallback = Callable[[int, EvaluationOutcome], None]
 
 
 @runtime_checkable
 class Evaluator(Protocol):
-    """Judges a batch of events; never raises for a single event's failure."""
+    """Judges a batch of events; never raises for a single event's failure.
+
+    An evaluator whose `evaluate` also takes `on_outcome: OutcomeCallback` calls it as
+    each event completes, so `CachingEvaluator` can commit judgments before the batch ends.
+    """
 
     name: str
     model: str

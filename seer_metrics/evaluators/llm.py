@@ -1,4 +1,4 @@
-"""The LLM judge: two phases over any OpenAI-compatible endpoint (SPEC section 2).
+"""The LLM judge: two phases over any OpenAI-compatible endpoint.
 
 Phase 1 asks once per distinct normalised query for the requirement list (memoised in
 the process, de-duplicated while in flight, and kept in the optional store so K stays the
@@ -7,7 +7,8 @@ requirement, with a quote for each citation. So an event costs at most two calls
 its number of passages, and one when its query was seen before.
 
 Every reply is validated (pydantic); a bad one gets one repair attempt and then becomes an
-error outcome with a reason code, never a NaN and never a silent skip. The SDK's own
+error outcome with a reason code, never a NaN and never a silent skip. A reply cut at the
+completion cap is asked again once with twice the cap (up to a ceiling). The SDK's own
 retries are off: this module retries transport errors, 429s and 5xx itself, honouring
 `Retry-After`, and paces its requests under the configured requests- and tokens-per-minute
 so a large partition does not set off a storm of 429s.
@@ -28,7 +29,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 import openai
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from seer_metrics.cache import (
     JudgmentStore,
@@ -37,13 +38,16 @@ from seer_metrics.cache import (
     requirements_key,
 )
 from seer_metrics.evaluators import prompts
-from seer_metrics.evaluators.base import EvaluationOutcome, TokenUsage
+from seer_metrics.evaluators.answers import RequirementsAnswer, SupportAnswer, SupportItem
+from seer_metrics.evaluators.base import EvaluationOutcome, OutcomeCallback, TokenUsage
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Judgment, Requirement
+from seer_metrics.redaction import redact_url
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"  # the SDK's, when neither setting nor env
 
 # USD per one million (input, output) tokens, from the providers' public price lists.
 # Override or extend through `LLMSettings(prices=...)` or SEER_LLM_PRICES (JSON, e.g.
@@ -113,6 +117,7 @@ class LLMSettings:
     tokens_per_minute: float | None = 200_000.0
     max_retries: int = 4
     max_completion_tokens: int = 1500
+    max_completion_tokens_ceiling: int = 6000
     backoff_initial_seconds: float = 1.0
     backoff_max_seconds: float = 60.0
     rate_limit_headroom: float = 0.02
@@ -127,6 +132,7 @@ class LLMSettings:
             "timeout_seconds": self.timeout_seconds,
             "max_concurrency": self.max_concurrency,
             "max_completion_tokens": self.max_completion_tokens,
+            "max_completion_tokens_ceiling": self.max_completion_tokens_ceiling,
             "requests_per_minute": self.requests_per_minute,
             "tokens_per_minute": self.tokens_per_minute,
         }
@@ -252,45 +258,25 @@ class RateLimiter:
         self._next_request = max(self._next_request, resume)
 
 
-class _StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class _RequirementItem(_StrictModel):
-    id: str
-    text: str
-
-
-class RequirementsAnswer(_StrictModel):
-    """Phase-1 reply (`seer_requirements`)."""
-
-    requirements: list[_RequirementItem]
-
-
-class _Evidence(_StrictModel):
-    passage: str
-    quote: str
-
-
-class _SupportItem(_StrictModel):
-    id: str
-    supported_by: list[str]
-    evidence: list[_Evidence]
-
-
-class SupportAnswer(_StrictModel):
-    """Phase-2 reply (`seer_support`)."""
-
-    requirements: list[_SupportItem]
-
-
 AnswerT = TypeVar("AnswerT", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Attempts:
+    """Requests of one call or event: `sent` reached the endpoint (model calls, paid or
+    not), `unsent` failed to connect before the request went out."""
+
+    sent: int = 0
+    unsent: int = 0
+
+    def __add__(self, other: Attempts) -> Attempts:
+        return Attempts(self.sent + other.sent, self.unsent + other.unsent)
 
 
 class CallFailedError(Exception):
     """A call that could not produce a usable answer; `code` is the reason code."""
 
-    def __init__(self, code: str, detail: str, usage: TokenUsage, calls: int) -> None:
+    def __init__(self, code: str, detail: str, usage: TokenUsage, calls: Attempts) -> None:
         super().__init__(f"{code}: {detail}")
         self.code = code
         self.detail = detail
@@ -306,7 +292,7 @@ class CallFailedError(Exception):
 class _CallResult:
     answer: Any
     usage: TokenUsage
-    calls: int
+    calls: Attempts
 
 
 @dataclass
@@ -316,13 +302,13 @@ class _Phase1:
     requirements: tuple[Requirement, ...] | None = None
     error: CallFailedError | None = None
     usage: TokenUsage = field(default_factory=TokenUsage)
-    calls: int = 0
+    calls: Attempts = field(default_factory=Attempts)
     claimed: bool = False
 
-    def claim(self) -> tuple[TokenUsage, int]:
+    def claim(self) -> tuple[TokenUsage, Attempts]:
         """The first event to read the result carries the phase-1 cost; the rest carry 0."""
         if self.claimed:
-            return TokenUsage(), 0
+            return TokenUsage(), Attempts()
         self.claimed = True
         return self.usage, self.calls
 
@@ -387,10 +373,26 @@ class LLMEvaluator:
         )
         self._requirements: dict[str, tuple[Requirement, ...]] = {}
         self._loop_state: _LoopState | None = None
+        # Where requests go, without credentials: for logs and failure messages.
+        self.endpoint = redact_url(
+            self.settings.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        )
 
-    async def evaluate(self, events: Sequence[RetrievalEvent]) -> list[EvaluationOutcome]:
-        """One outcome per event, in order; one event's failure never raises."""
+    async def evaluate(
+        self, events: Sequence[RetrievalEvent], on_outcome: OutcomeCallback | None = None
+    ) -> list[EvaluationOutcome]:
+        """One outcome per event, in order; one event's failure never raises.
+
+        `on_outcome(index, outcome)` is called as each event completes.
+        """
         state = self._enter()
+
+        async def one(index: int, event: RetrievalEvent, key: str) -> EvaluationOutcome:
+            outcome = await self._evaluate_event(event, key, state)
+            if on_outcome is not None:
+                on_outcome(index, outcome)
+            return outcome
+
         try:
             keys = [
                 requirements_key(event.task, self.model, self.prompt_version) for event in events
@@ -399,8 +401,8 @@ class LLMEvaluator:
             return list(
                 await asyncio.gather(
                     *(
-                        self._evaluate_event(event, key, state)
-                        for event, key in zip(events, keys, strict=True)
+                        one(index, event, key)
+                        for index, (event, key) in enumerate(zip(events, keys, strict=True))
                     )
                 )
             )
@@ -476,7 +478,7 @@ class LLMEvaluator:
         self, event: RetrievalEvent, key: str, state: _LoopState
     ) -> EvaluationOutcome:
         usage = TokenUsage()
-        calls = 0
+        calls = Attempts()
         try:
             phase1 = await self._phase1(event.task, key, state)
             phase1_usage, phase1_calls = phase1.claim()
@@ -487,9 +489,7 @@ class LLMEvaluator:
             requirements = phase1.requirements or ()
             if not requirements or not event.context:
                 # Nothing to check: K = 0 or N = 0 makes phase 2 pointless.
-                return EvaluationOutcome(
-                    event.event_id, "ok", Judgment(requirements), None, usage, calls
-                )
+                return self._outcome(event, Judgment(requirements), None, usage, calls)
             result = await self._ask(
                 prompts.support_messages(
                     event.task,
@@ -509,14 +509,30 @@ class LLMEvaluator:
                 event, f"{INTERNAL_ERROR}: {type(error).__name__}: {error}", usage, calls
             )
         judgment = build_judgment(event, requirements, result.answer)
-        return EvaluationOutcome(
-            event.event_id, "ok", judgment, None, usage + result.usage, calls + result.calls
-        )
+        return self._outcome(event, judgment, None, usage + result.usage, calls + result.calls)
 
     def _error(
-        self, event: RetrievalEvent, reason: str, usage: TokenUsage, calls: int
+        self, event: RetrievalEvent, reason: str, usage: TokenUsage, calls: Attempts
     ) -> EvaluationOutcome:
-        return EvaluationOutcome(event.event_id, "error", None, reason, usage, calls)
+        return self._outcome(event, None, reason, usage, calls)
+
+    def _outcome(
+        self,
+        event: RetrievalEvent,
+        judgment: Judgment | None,
+        reason: str | None,
+        usage: TokenUsage,
+        calls: Attempts,
+    ) -> EvaluationOutcome:
+        return EvaluationOutcome(
+            event.event_id,
+            "ok" if judgment is not None else "error",
+            judgment,
+            reason,
+            usage,
+            model_calls=calls.sent,
+            unsent_requests=calls.unsent,
+        )
 
     async def _phase1(self, query: str, key: str, state: _LoopState) -> _Phase1:
         known = self._requirements.get(key)
@@ -566,15 +582,18 @@ class LLMEvaluator:
         state: _LoopState,
         check: Callable[[AnswerT], None] | None = None,
     ) -> _CallResult:
-        """One structured question, with one repair attempt for a reply that does not fit."""
+        """One structured question, with one repair attempt for a reply that does not fit and
+        one retry with twice the completion cap (up to the ceiling) for a reply cut short."""
         usage = TokenUsage()
-        calls = 0
+        calls = Attempts()
         conversation = messages
         code, detail = INVALID_JSON, ""
-        for attempt in range(2):
+        cap = self.settings.max_completion_tokens
+        attempt = 0
+        while attempt < 2:
             try:
                 completion, call_usage, call_count = await self._complete(
-                    conversation, schema_name, schema, state
+                    conversation, schema_name, schema, state, cap
                 )
             except CallFailedError as failure:
                 raise CallFailedError(
@@ -591,11 +610,12 @@ class LLMEvaluator:
                 refusal = getattr(message, "refusal", None) or "content filter"
                 raise CallFailedError(REFUSED, _shorten(str(refusal)), usage, calls)
             if choice.finish_reason == "length":
+                larger = min(2 * cap, self.settings.max_completion_tokens_ceiling)
+                if larger > cap and cap == self.settings.max_completion_tokens:
+                    cap = larger  # the same question once more, with room to finish
+                    continue
                 raise CallFailedError(
-                    TRUNCATED,
-                    f"the reply hit max_completion_tokens={self.settings.max_completion_tokens}",
-                    usage,
-                    calls,
+                    TRUNCATED, f"the reply hit max_completion_tokens={cap}", usage, calls
                 )
             content = message.content or ""
             try:
@@ -613,6 +633,7 @@ class LLMEvaluator:
                 conversation = prompts.repair_messages(
                     messages, content, f"{code}: {detail}", schema_name
                 )
+            attempt += 1
         raise CallFailedError(code, f"{detail} (after one repair attempt)", usage, calls)
 
     async def _complete(
@@ -621,48 +642,60 @@ class LLMEvaluator:
         schema_name: str,
         schema: dict[str, Any],
         state: _LoopState,
-    ) -> tuple[Any, TokenUsage, int]:
-        """One chat completion with retries; returns it with its usage and request count."""
+        max_completion_tokens: int,
+    ) -> tuple[Any, TokenUsage, Attempts]:
+        """One chat completion with retries; returns it with its usage and requests."""
         settings = self.settings
         estimated = estimate_tokens(messages)
-        calls = 0
+        sent = unsent = 0
         code, detail = API_ERROR, ""
         arguments = {
             "model": settings.model,
             "messages": messages,
             "temperature": settings.temperature,
-            "max_completion_tokens": settings.max_completion_tokens,
+            "max_completion_tokens": max_completion_tokens,
             "response_format": prompts.response_format(schema_name, schema),
         }
         for attempt in range(settings.max_retries + 1):
             wait: float | None = None
-            calls += 1
             request = _Request(arguments, estimated, state.loop.create_future())
             state.queue.put_nowait(request)
             try:
                 completion = await request.reply
+            except openai.APIConnectionError as error:
+                # A timeout is a connection error too; only a failed connect (or no free
+                # connection) means the request never left.
+                if not_sent(error):
+                    unsent += 1
+                else:
+                    sent += 1
+                if isinstance(error, openai.APITimeoutError):
+                    code = TIMEOUT
+                    detail = f"no reply within {settings.timeout_seconds:g} s"
+                else:
+                    code, detail = API_ERROR, f"connection failed: {error}"
             except openai.RateLimitError as error:
+                sent += 1
                 code, detail = RATE_LIMITED, "HTTP 429 from the endpoint"
                 wait = retry_after_seconds(error.response.headers)
                 if wait is not None:
                     self._limiter.pause(wait)
-            except openai.APITimeoutError:
-                code = TIMEOUT
-                detail = f"no reply within {settings.timeout_seconds:g} s"
-            except openai.APIConnectionError as error:
-                code, detail = API_ERROR, f"connection failed: {error}"
             except openai.APIStatusError as error:
+                sent += 1
                 code, detail = API_ERROR, f"HTTP {error.status_code}: {_shorten(str(error))}"
                 if error.status_code < 500 and error.status_code not in (408, 409):
-                    raise CallFailedError(code, detail, TokenUsage(), calls) from None
+                    raise CallFailedError(
+                        code, detail, TokenUsage(), Attempts(sent, unsent)
+                    ) from None
                 wait = retry_after_seconds(error.response.headers)
             else:
+                sent += 1
                 usage = _usage_of(completion, estimated)
                 self._limiter.settle(estimated, usage.total_tokens)
                 return (
                     completion,
                     settings.usage(usage.prompt_tokens, usage.completion_tokens),
-                    calls,
+                    Attempts(sent, unsent),
                 )
             if attempt == settings.max_retries:
                 break
@@ -672,12 +705,27 @@ class LLMEvaluator:
                 settings.backoff_max_seconds, settings.backoff_initial_seconds * 2**attempt
             ) * random.uniform(0.5, 1.0)
             await asyncio.sleep(backoff if wait is None else max(wait, backoff))
+        attempts = sent + unsent
         raise CallFailedError(
             code,
-            f"{detail} (after {calls} attempt{'s' if calls != 1 else ''})",
+            f"{detail} (after {attempts} attempt{'s' if attempts != 1 else ''})",
             TokenUsage(),
-            calls,
+            Attempts(sent, unsent),
         )
+
+
+# The HTTP client's errors raised before a request goes out (httpx names, whichever
+# httpx generation the SDK uses): refused or unresolvable, connect timeout, no free
+# connection in the pool.
+_NOT_SENT_ERRORS = frozenset({"ConnectError", "ConnectTimeout", "PoolTimeout"})
+
+
+def not_sent(error: openai.APIConnectionError) -> bool:
+    """Whether the request failed before it was sent, so the endpoint never saw it."""
+    cause = error.__cause__
+    return cause is not None and any(
+        kind.__name__ in _NOT_SENT_ERRORS for kind in type(cause).__mro__
+    )
 
 
 def build_judgment(
@@ -691,7 +739,7 @@ def build_judgment(
     case normalisation), else it is dropped and counted as unverified.
     """
     texts = {item.id: normalise_text(item.text) for item in event.context}
-    by_requirement: dict[str, list[_SupportItem]] = {}
+    by_requirement: dict[str, list[SupportItem]] = {}
     for item in answer.requirements:
         by_requirement.setdefault(prompts.unescape_untrusted(item.id), []).append(item)
     unverified = 0

@@ -1,4 +1,4 @@
-"""Versioned prompts and JSON schemas of the two-phase LLM judge (SPEC section 2).
+"""Versioned prompts and JSON schemas of the two-phase LLM judge.
 
 Phase 1 (`seer_requirements`) turns a query into its minimal list of facts; the query is
 the only user content, so K cannot depend on the context. Phase 2 (`seer_support`) shows
@@ -9,7 +9,7 @@ Passages are untrusted data. Each one sits inside `<passage id="...">...</passag
 every `&`, `<` and `>` in its text and id is escaped as an HTML entity, so no passage can
 close its own delimiter, open a new one, or pose as part of the instructions.
 
-Changing any prompt text or schema here changes what the judge answers: bump
+Changing any prompt text, or a reply model in `answers.py`, changes what the judge answers: bump
 `PROMPT_VERSION`, which is part of every cache key, so old judgments are not re-used.
 """
 
@@ -20,62 +20,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from seer_metrics.evaluators.answers import RequirementsAnswer, SupportAnswer, strict_json_schema
+
 PROMPT_VERSION = "seer-judge-v1"
 
 REQUIREMENTS_SCHEMA_NAME = "seer_requirements"
 SUPPORT_SCHEMA_NAME = "seer_support"
 
-REQUIREMENTS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "requirements": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "text": {"type": "string"},
-                },
-                "required": ["id", "text"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["requirements"],
-    "additionalProperties": False,
-}
-
-SUPPORT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "requirements": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "supported_by": {"type": "array", "items": {"type": "string"}},
-                    "evidence": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "passage": {"type": "string"},
-                                "quote": {"type": "string"},
-                            },
-                            "required": ["passage", "quote"],
-                            "additionalProperties": False,
-                        },
-                    },
-                },
-                "required": ["id", "supported_by", "evidence"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["requirements"],
-    "additionalProperties": False,
-}
+# Generated from the reply models, which also validate the replies.
+REQUIREMENTS_SCHEMA: dict[str, Any] = strict_json_schema(RequirementsAnswer)
+SUPPORT_SCHEMA: dict[str, Any] = strict_json_schema(SupportAnswer)
 
 REQUIREMENTS_SYSTEM_PROMPT = """\
 You break a user's question into the facts needed to answer it.

@@ -1,15 +1,16 @@
 """`event_judgments`: one day's events, parsed, judged (through the cache) and stored.
 
 The day is streamed in chunks: parse -> cache look-up -> evaluator for the misses ->
-stage the rows. Judgments go to the cache (committed) chunk by chunk, so a run that
-crashes half-way is re-run without paying again for what it had judged; the partition of
-`seer_judgments` itself is swapped in only at the end, in one transaction.
+stage the rows. New judgments reach the cache as they complete (small batches), so a run
+killed half-way is re-run without paying again for what it had judged; the partition of
+`seer_judgments` itself is swapped in only at the end, in one transaction. When too many
+events end in error (the judge is down), the step fails and the day keeps its rows.
 """
 
 import asyncio
-import json
 import logging
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -17,20 +18,18 @@ from typing import Any
 from dagster import (
     AssetExecutionContext,
     BackfillPolicy,
+    Config,
     MaterializeResult,
     MetadataValue,
     asset,
 )
+from pydantic import Field
 
-from seer_metrics.cache import CachingEvaluator, JudgmentStore, judgment_key
-from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
-from seer_metrics.events import (
-    InvalidEventError,
-    RetrievalEvent,
-    derive_event_id,
-    finite_json,
-    parse_timestamp,
-)
+from seer_metrics.cache import JudgmentStore
+from seer_metrics.evaluators.base import Evaluator
+from seer_metrics.evaluators.caching import CachingEvaluator
+from seer_metrics.events import InvalidEventError, RetrievalEvent
+from seer_metrics.rows import first_by_event_ts, invalid_row, judged_row
 from seer_pipelines.assets.events import GROUP_NAME, retrieval_events
 from seer_pipelines.assets.table_schemas import table_metadata
 from seer_pipelines.partitions import daily_partitions, partition_day
@@ -58,12 +57,24 @@ class JudgingSummary:
     cache_hits: int = 0
     judged: int = 0
     model_calls: int = 0
+    unsent_requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
     chunks: int = 0
     invalid_reasons: dict[str, int] = field(default_factory=dict)
     error_reasons: dict[str, int] = field(default_factory=dict)
+    error_example: str | None = None
+
+    @property
+    def evaluated(self) -> int:
+        """Events handed to the evaluator (ok or error) so far."""
+        return self.judged + self.cache_hits + sum(self.error_reasons.values())
+
+    @property
+    def error_share(self) -> float:
+        errors = sum(self.error_reasons.values())
+        return errors / self.evaluated if self.evaluated else 0.0
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -71,11 +82,13 @@ class JudgingSummary:
             "rows_read": self.events,
             "invalid": self.invalid,
             "errors": self.errors,
+            "error_share": float(self.error_share),
             "duplicate_event_ids": self.duplicate_event_ids,
             "outside_day": self.outside_day,
             "cache_hits": self.cache_hits,
             "judged": self.judged,
             "model_calls": self.model_calls,
+            "unsent_requests": self.unsent_requests,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "tokens": self.prompt_tokens + self.completion_tokens,
@@ -86,84 +99,45 @@ class JudgingSummary:
         }
 
 
+DEFAULT_MAX_ERROR_SHARE = 0.2
+
+
+class JudgeFailingError(RuntimeError):
+    """Too many of a day's events ended in error: the judge (endpoint, key, model) is
+    failing, so the day's previous rows are kept rather than replaced by errors."""
+
+
 def _reason_code(reason: str | None) -> str:
     return (reason or "unknown").split(":", 1)[0].strip() or "unknown"
-
-
-def _fallback_event_id(record: Mapping[str, Any]) -> str:
-    raw = record.get("event_id")
-    if isinstance(raw, str | int) and not isinstance(raw, bool) and str(raw).strip():
-        return str(raw).strip()
-    return derive_event_id(record)
-
-
-def _fallback_metadata(raw: Any) -> dict[str, Any]:
-    """Best-effort metadata of an invalid row, so it still lands in its slices."""
-    if isinstance(raw, bytes | bytearray):
-        raw = raw.decode("utf-8", errors="replace")
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError:
-            return {}
-    # NaN and infinities (Python's json reads them) are refused by JSON columns.
-    return finite_json(dict(raw)) if isinstance(raw, Mapping) else {}
-
-
-def _fallback_timestamp(raw: Any) -> Any:
-    try:
-        return parse_timestamp(raw)
-    except InvalidEventError:
-        return None
 
 
 def _off_the_day(event_ts: datetime | None, start: datetime, end: datetime) -> bool:
     return event_ts is not None and not start <= event_ts < end
 
 
-def invalid_row(record: Mapping[str, Any], error: InvalidEventError) -> dict[str, Any]:
-    """The `seer_judgments` row of a row that could not be parsed."""
-    return {
-        "event_id": _fallback_event_id(record),
-        "event_ts": _fallback_timestamp(record.get("event_ts")),
-        "status": "invalid",
-        "reason": error.reason,
-        "metadata": _fallback_metadata(record.get("metadata")),
-        "cache_hit": False,
-        "model_calls": 0,
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "cost_usd": 0.0,
-    }
+def check_error_share(
+    summary: JudgingSummary, evaluator: Evaluator, day: date, max_error_share: float
+) -> None:
+    """Raise `JudgeFailingError` when the share of judged events in error passes the limit.
 
-
-def judged_row(
-    event: RetrievalEvent, outcome: EvaluationOutcome, evaluator: Evaluator
-) -> dict[str, Any]:
-    """The `seer_judgments` row of a parsed event and its evaluation outcome."""
-    ok = outcome.status == "ok" and outcome.judgment is not None
-    judgment = outcome.judgment.restricted_to(event.context_ids) if ok else None
-    return {
-        "event_id": event.event_id,
-        "event_ts": event.event_ts,
-        "status": "ok" if ok else "error",
-        "reason": None if ok else (outcome.reason or "evaluator_error: no reason given"),
-        "judgment_key": judgment_key(event, evaluator.model, evaluator.prompt_version),
-        "judgment": judgment.to_dict() if judgment is not None else None,
-        "ranked_context": [[item.id, item.position] for item in event.context],
-        "has_ranking": event.has_ranking,
-        "n": event.n,
-        "duplicate_ids": event.duplicate_ids,
-        "metadata": dict(event.metadata),
-        "cache_hit": bool(outcome.cache_hit),
-        "model_calls": int(outcome.model_calls),
-        "prompt_tokens": int(outcome.usage.prompt_tokens),
-        "completion_tokens": int(outcome.usage.completion_tokens),
-        "cost_usd": float(outcome.usage.cost_usd),
-        "evaluator": evaluator.name,
-        "model": evaluator.model,
-        "prompt_version": evaluator.prompt_version,
-    }
+    The message is what an operator needs: the share, the commonest cause with an
+    example, the endpoint (credentials removed) and the model.
+    """
+    share = summary.error_share
+    if share <= max_error_share:
+        return
+    errors = sum(summary.error_reasons.values())
+    code, count = Counter(summary.error_reasons).most_common(1)[0]
+    endpoint = getattr(evaluator, "endpoint", None) or "the evaluator"
+    example = (summary.error_example or "")[:200]
+    raise JudgeFailingError(
+        f"judge failing on {day}: {errors} of {summary.evaluated} judged events "
+        f"({share:.0%}) ended in error, above the {max_error_share:.0%} limit; most common "
+        f"cause {code} ({count} events), e.g. {example!r}; endpoint {endpoint}, "
+        f"evaluator {evaluator.name} model {evaluator.model}. The day's previous rows are "
+        "kept; judgments already made are cached, so re-running the partition once the "
+        "judge answers again pays only for the rest."
+    )
 
 
 async def _judge_partition(
@@ -171,6 +145,7 @@ async def _judge_partition(
     evaluator: Evaluator,
     day: date,
     progress: Callable[[JudgingSummary], None],
+    max_error_share: float,
 ) -> JudgingSummary:
     summary = JudgingSummary()
     start, end = day_bounds(day)
@@ -182,7 +157,7 @@ async def _judge_partition(
                 try:
                     event = RetrievalEvent.from_record(record)
                 except InvalidEventError as error:
-                    row = invalid_row(record, error)
+                    row = invalid_row(record, error.reason)
                     if _off_the_day(row["event_ts"], start, end):
                         summary.outside_day += 1
                         continue
@@ -208,6 +183,7 @@ async def _judge_partition(
                 rows.append(row)
                 summary.cache_hits += int(outcome.cache_hit)
                 summary.model_calls += int(outcome.model_calls)
+                summary.unsent_requests += int(outcome.unsent_requests)
                 summary.judged += int(not outcome.cache_hit and row["status"] == "ok")
                 summary.prompt_tokens += int(outcome.usage.prompt_tokens)
                 summary.completion_tokens += int(outcome.usage.completion_tokens)
@@ -215,10 +191,16 @@ async def _judge_partition(
                 if row["status"] == "error":
                     code = _reason_code(row["reason"])
                     summary.error_reasons[code] = summary.error_reasons.get(code, 0) + 1
-            writer.write(rows)
+                    summary.error_example = summary.error_example or row["reason"]
+            # A repeated event_id keeps its earliest row (the writer keeps the first
+            # staged), whatever its status; rows are read in event_ts order across chunks.
+            writer.write(first_by_event_ts(rows))
             summary.events += len(records)
             summary.chunks += 1
             progress(summary)
+            # Checked as the day goes, so an outage stops the run at the first bad chunk
+            # instead of spending retries on the whole day; raising discards the staging.
+            check_error_share(summary, evaluator, day, max_error_share)
         summary.rows = writer.commit()
     summary.duplicate_event_ids = summary.events - summary.outside_day - summary.rows
     summary.invalid = sum(summary.invalid_reasons.values())
@@ -231,13 +213,17 @@ def judge_partition(
     evaluator: Evaluator,
     day: date,
     progress: Callable[[JudgingSummary], None] | None = None,
+    max_error_share: float = DEFAULT_MAX_ERROR_SHARE,
 ) -> JudgingSummary:
     """Judge one day's events with `evaluator` and replace that day in `seer_judgments`.
 
     `evaluator` should be a `CachingEvaluator` so that stored judgments are re-used and
-    new ones are committed chunk by chunk.
+    new ones are committed as they complete. Raises `JudgeFailingError`, leaving the day
+    as it was, when more than `max_error_share` of the judged events end in error.
     """
-    return asyncio.run(_judge_partition(warehouse, evaluator, day, progress or (lambda _: None)))
+    return asyncio.run(
+        _judge_partition(warehouse, evaluator, day, progress or (lambda _: None), max_error_share)
+    )
 
 
 def caching_evaluator(
@@ -246,6 +232,16 @@ def caching_evaluator(
     """The configured evaluator behind the judgment cache kept in the warehouse."""
     store = JudgmentStore(warehouse.get_engine())
     return CachingEvaluator(evaluator.build(store=store), store)
+
+
+class EventJudgmentsConfig(Config):
+    max_error_share: float = Field(
+        default=DEFAULT_MAX_ERROR_SHARE,
+        ge=0.0,
+        le=1.0,
+        description="Fail the step, keeping the day's previous rows, when more than this "
+        "share of the judged events ends in error (the judge is failing).",
+    )
 
 
 @asset(
@@ -263,7 +259,10 @@ def caching_evaluator(
     metadata=table_metadata(JUDGMENTS_TABLE),
 )
 def event_judgments(
-    context: AssetExecutionContext, warehouse: WarehouseResource, evaluator: EvaluatorResource
+    context: AssetExecutionContext,
+    config: EventJudgmentsConfig,
+    warehouse: WarehouseResource,
+    evaluator: EvaluatorResource,
 ) -> MaterializeResult:
     day = partition_day(context.partition_key)
     judge = caching_evaluator(warehouse, evaluator)
@@ -276,10 +275,11 @@ def event_judgments(
         context.log.info(
             f"{day}: {summary.events} events read ({summary.chunks} chunks), "
             f"{summary.cache_hits} cache hits, {summary.model_calls} model calls, "
-            f"{sum(summary.invalid_reasons.values())} invalid"
+            f"{sum(summary.invalid_reasons.values())} invalid, "
+            f"{sum(summary.error_reasons.values())} errors"
         )
 
-    summary = judge_partition(warehouse, judge, day, progress)
+    summary = judge_partition(warehouse, judge, day, progress, config.max_error_share)
     unplaced = warehouse.count_unplaced_events()
     if unplaced:
         context.log.warning(

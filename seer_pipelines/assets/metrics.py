@@ -1,11 +1,11 @@
 """Metric assets: per event, per passage and per (day, slice), from `seer_judgments`.
 
-Scoring is vectorised (`seer_metrics.scoring.score_events`) over each chunk of stored
-judgments; nothing here calls a model, so these assets are cheap to re-run.
+The rows are built by `seer_metrics.rows` (scoring vectorised over each chunk of stored
+judgments); nothing here calls a model, so these assets are cheap to re-run.
 """
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import Any
 
@@ -20,8 +20,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from seer_metrics.judgment import Judgment
-from seer_metrics.scoring import score_events
+from seer_metrics.rows import JUDGMENT_READ_COLUMNS, event_metric_rows, passage_rows
 from seer_metrics.slices import (
     DEFAULT_BLOAT_LINE,
     DEFAULT_MAX_PAIR_SLICES,
@@ -45,9 +44,6 @@ from seer_pipelines.warehouse.schema import (
 )
 from seer_pipelines.warehouse.writer import plain_value
 
-USAGE_COLUMNS = ("cache_hit", "model_calls", "prompt_tokens", "completion_tokens", "cost_usd")
-
-
 # -- event metrics ---------------------------------------------------------------------
 
 
@@ -69,97 +65,11 @@ def totals_metadata(totals: ScoreTotals) -> dict[str, Any]:
     return metadata
 
 
-def _judgment_of(row: Mapping[str, Any]) -> Judgment:
-    return Judgment.from_dict(row["judgment"])
-
-
-def _records(judgments: pd.DataFrame | Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Rows as mappings; a DataFrame's NaN/NaT (pandas' stand-ins for NULL) become None."""
-    if isinstance(judgments, pd.DataFrame):
-        return [
-            {key: plain_value(value) for key, value in record.items()}
-            for record in judgments.to_dict("records")
-        ]
-    return list(judgments)
-
-
-def event_metric_rows(
-    judgments: pd.DataFrame | Sequence[Mapping[str, Any]],
-) -> list[dict[str, Any]]:
-    """Score a chunk of `seer_judgments` rows into `seer_event_metrics` rows (vectorised).
-
-    `judgments` are dicts as read from the table (`read_partition_records`) or a DataFrame.
-    """
-    records = _records(judgments)
-    inputs: list[dict[str, Any]] = []
-    ok_index: list[int] = []
-    rows: list[dict[str, Any]] = []
-    for index, record in enumerate(records):
-        row: dict[str, Any] = {
-            "event_id": record["event_id"],
-            "event_ts": record.get("event_ts"),
-            "status": record["status"],
-            "reason": record.get("reason") if record["status"] != "ok" else None,
-            "n": None if plain_value(record.get("n")) is None else int(record["n"]),
-            "metadata": record.get("metadata") or {},
-            **{column: plain_value(record.get(column)) for column in USAGE_COLUMNS},
-        }
-        for metric in METRICS:
-            row[metric] = None
-        if record["status"] == "ok" and record.get("judgment") is not None:
-            judgment = _judgment_of(record)
-            ranked_ids = [str(pair[0]) for pair in record["ranked_context"]]
-            cited = judgment.cited_ids
-            inputs.append(
-                {
-                    "k": judgment.k,
-                    "n": len(ranked_ids),
-                    "supported_requirements": sum(1 for r in judgment.requirements if r.supported),
-                    "cited_positions": [
-                        i for i, pid in enumerate(ranked_ids, start=1) if pid in cited
-                    ],
-                    "has_ranking": bool(record.get("has_ranking")),
-                }
-            )
-            ok_index.append(index)
-            row.update(
-                k=judgment.k,
-                n=len(ranked_ids),
-                cited_ids=[pid for pid in ranked_ids if pid in cited],
-                missing_requirements=[r.text for r in judgment.requirements if not r.supported],
-                hallucinated_citations=judgment.hallucinated_citations,
-                unverified_citations=judgment.unverified_citations,
-            )
-        rows.append(row)
-    if inputs:
-        scores = score_events(pd.DataFrame(inputs))
-        # One array per metric, not a pandas look-up per (row, metric).
-        columns = {metric: scores[metric].to_numpy(dtype=float) for metric in METRICS}
-        for position, index in enumerate(ok_index):
-            for metric, values in columns.items():
-                rows[index][metric] = plain_value(float(values[position]))
-    return rows
-
-
-_JUDGMENT_READ_COLUMNS = (
-    "event_id",
-    "event_ts",
-    "status",
-    "reason",
-    "judgment",
-    "ranked_context",
-    "has_ranking",
-    "n",
-    "metadata",
-    *USAGE_COLUMNS,
-)
-
-
 def build_event_metrics(warehouse: WarehouseResource, day: date) -> tuple[ScoreTotals, int]:
     """Replace `day` in `seer_event_metrics`; returns the totals and the rows written."""
     totals = ScoreTotals()
     with warehouse.partition_writer(EVENT_METRICS_TABLE, day) as writer:
-        chunks = warehouse.read_partition_records(JUDGMENTS_TABLE, day, _JUDGMENT_READ_COLUMNS)
+        chunks = warehouse.read_partition_records(JUDGMENTS_TABLE, day, JUDGMENT_READ_COLUMNS)
         for chunk in chunks:
             rows = event_metric_rows(chunk)
             totals.add_all(rows)
@@ -198,30 +108,6 @@ def event_metrics(
 
 
 # -- passage judgments -----------------------------------------------------------------
-
-
-def passage_rows(
-    judgments: pd.DataFrame | Sequence[Mapping[str, Any]],
-) -> list[dict[str, Any]]:
-    """One row per (ok event, passage): ranked position, id, cited, by which requirements."""
-    rows: list[dict[str, Any]] = []
-    for record in _records(judgments):
-        if record["status"] != "ok" or record.get("judgment") is None:
-            continue
-        judgment = _judgment_of(record)
-        for position, (passage_id, logged_position) in enumerate(record["ranked_context"], start=1):
-            supporting = [r.id for r in judgment.requirements if str(passage_id) in r.supported_by]
-            rows.append(
-                {
-                    "event_id": record["event_id"],
-                    "position": position,
-                    "logged_position": int(logged_position),
-                    "passage_id": str(passage_id),
-                    "cited": bool(supporting),
-                    "supported_requirements": supporting,
-                }
-            )
-    return rows
 
 
 @asset(

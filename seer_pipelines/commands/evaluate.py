@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -22,14 +21,17 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
+from seer_metrics.cache import JudgmentStore
 from seer_metrics.evaluators import build_evaluator
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
-from seer_metrics.events import InvalidEventError, RetrievalEvent, derive_event_id
+from seer_metrics.evaluators.caching import CachingEvaluator
+from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_metrics.jsonl import numbered_lines, open_binary
 from seer_metrics.redaction import redact_url
-from seer_metrics.scoring import score_event
+from seer_metrics.rows import event_metric_rows, invalid_row, judged_row, score_line_row
 from seer_metrics.totals import ScoreTotals
 from seer_pipelines.commands import UsageError
+from seer_pipelines.warehouse.engine import create_warehouse_engine
 
 DEFAULT_BATCH_SIZE = 256
 PROGRESS_MIN_LINES = 500  # shorter files finish before a bar would tell anything
@@ -71,12 +73,10 @@ def add_evaluator_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_command_evaluator(args: argparse.Namespace) -> Evaluator:
     """The evaluator named on the command line, wrapped in the judgment cache if asked."""
-    from seer_metrics.cache import CachingEvaluator, JudgmentStore
-
     store = None
     if args.cache:
         try:
-            store = JudgmentStore(args.cache)
+            store = JudgmentStore(create_warehouse_engine(args.cache, setting="--cache"))
         except Exception as error:
             where = redact_url(args.cache) if "://" in args.cache else args.cache
             detail = str(error).replace(args.cache, where)
@@ -124,60 +124,20 @@ class ScoreSummary:
         return "\n".join(lines)
 
 
-def _empty_row(line: int, event_id: str | None, status: str, reason: str | None) -> dict[str, Any]:
-    return {
-        "line": line,
-        "event_id": event_id,
-        "status": status,
-        "reason": reason,
-        "recall": None,
-        "precision": None,
-        "f1": None,
-        "ndcg": None,
-        "k": None,
-        "n": None,
-        "cited_ids": [],
-        "missing_requirements": [],
-        "hallucinated_citations": 0,
-        "model_calls": 0,
-        "cache_hit": False,
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "cost_usd": 0.0,
-    }
-
-
-def _finite_or_none(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else value
-
-
-def scored_row(line: int, event: RetrievalEvent, outcome: EvaluationOutcome) -> dict[str, Any]:
-    """The flat `--out` object for one judged event."""
-    if outcome.status != "ok" or outcome.judgment is None:
-        row = _empty_row(line, event.event_id, "error", outcome.reason or "evaluator_error")
-        row["n"] = event.n
-    else:
-        score = score_event(event, outcome.judgment)
-        row = _empty_row(line, event.event_id, "ok", None)
-        row.update(
-            recall=_finite_or_none(score.recall),
-            precision=_finite_or_none(score.precision),
-            f1=_finite_or_none(score.f1),
-            ndcg=_finite_or_none(score.ndcg),
-            k=score.k,
-            n=score.n,
-            cited_ids=list(score.cited_ids),
-            missing_requirements=list(score.missing_requirements),
-            hallucinated_citations=score.hallucinated_citations,
-        )
-    row.update(
-        model_calls=outcome.model_calls,
-        cache_hit=outcome.cache_hit,
-        prompt_tokens=outcome.usage.prompt_tokens,
-        completion_tokens=outcome.usage.completion_tokens,
-        cost_usd=outcome.usage.cost_usd,
-    )
-    return row
+async def _judge(evaluator: Evaluator, events: list[RetrievalEvent]) -> list[dict[str, Any]]:
+    """Judge one batch into `seer_judgments` rows; an evaluator that raises turns the
+    batch into error rows (and never stops the file)."""
+    try:
+        outcomes = await evaluator.evaluate(events)
+        if len(outcomes) != len(events):
+            raise RuntimeError(f"returned {len(outcomes)} outcomes for {len(events)} events")
+    except Exception as error:
+        reason = f"evaluator_failure: {type(error).__name__}: {error}"
+        outcomes = [EvaluationOutcome(e.event_id, "error", reason=reason) for e in events]
+    return [
+        judged_row(event, outcome, evaluator)
+        for event, outcome in zip(events, outcomes, strict=True)
+    ]
 
 
 def parse_line(line_number: int, text: str) -> RetrievalEvent | dict[str, Any]:
@@ -185,45 +145,13 @@ def parse_line(line_number: int, text: str) -> RetrievalEvent | dict[str, Any]:
     try:
         record = json.loads(text)
     except json.JSONDecodeError as error:
-        reason = f"line {line_number}: not valid JSON ({error.msg} at column {error.colno})"
-        return _empty_row(line_number, None, "invalid", reason)
+        return invalid_row(
+            None, f"line {line_number}: not valid JSON ({error.msg} at column {error.colno})"
+        )
     try:
         return RetrievalEvent.from_record(record)
     except InvalidEventError as error:
-        return _empty_row(
-            line_number, _raw_event_id(record), "invalid", f"line {line_number}: {error.reason}"
-        )
-
-
-def _raw_event_id(record: Any) -> str | None:
-    if not isinstance(record, dict):
-        return None
-    raw = record.get("event_id")
-    if isinstance(raw, str) and raw.strip():
-        return raw.strip()
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        return str(raw)
-    if raw is None:
-        return derive_event_id(record)
-    return None
-
-
-async def _judge(
-    evaluator: Evaluator, events: list[tuple[int, RetrievalEvent]]
-) -> list[dict[str, Any]]:
-    """Judge one batch; an evaluator that raises turns the batch into error rows."""
-    batch = [event for _, event in events]
-    try:
-        outcomes = await evaluator.evaluate(batch)
-        if len(outcomes) != len(batch):
-            raise RuntimeError(f"returned {len(outcomes)} outcomes for {len(batch)} events")
-    except Exception as error:
-        reason = f"evaluator_failure: {type(error).__name__}: {error}"
-        outcomes = [EvaluationOutcome(e.event_id, "error", reason=reason) for e in batch]
-    return [
-        scored_row(line, event, outcome)
-        for (line, event), outcome in zip(events, outcomes, strict=True)
-    ]
+        return invalid_row(record, f"line {line_number}: {error.reason}")
 
 
 async def score_file(
@@ -240,14 +168,14 @@ async def score_file(
     pending_lines: list[int] = []
 
     async def flush() -> None:
-        to_judge = [
-            (line, item)
-            for line, item in zip(pending_lines, pending, strict=True)
-            if isinstance(item, RetrievalEvent)
-        ]
+        to_judge = [item for item in pending if isinstance(item, RetrievalEvent)]
         judged = iter(await _judge(evaluator, to_judge)) if to_judge else iter(())
-        for item in pending:
-            row = next(judged) if isinstance(item, RetrievalEvent) else item
+        judgment_rows = [
+            next(judged) if isinstance(item, RetrievalEvent) else item for item in pending
+        ]
+        metric_rows = event_metric_rows(judgment_rows)
+        for line, metric_row in zip(pending_lines, metric_rows, strict=True):
+            row = score_line_row(line, metric_row)
             summary.add(row)
             if out is not None:
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -258,7 +186,7 @@ async def score_file(
 
     for line_number, text, error in numbered_lines(path):
         if error is not None:
-            item = _empty_row(line_number, None, "invalid", f"line {line_number}: {error}")
+            item = invalid_row(None, f"line {line_number}: {error}")
         else:
             item = parse_line(line_number, text)
         pending.append(item)
