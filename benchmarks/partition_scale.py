@@ -132,19 +132,19 @@ def run_step(url: str, step: str, chunk_size: int | None) -> StepFigures:
 
 
 def seed(url: str, events: int) -> int:
-    from seer_pipelines.commands.seed import seed_warehouse
+    """One day of the synthetic events: thousands of distinct queries and contexts, so the
+    first run really judges (the realistic stream of `seer seed` repeats its 200 questions
+    and would be mostly cache hits)."""
+    from seer_pipelines.demo_data.synthetic import generate_events, write_events
     from seer_pipelines.resources import WarehouseResource
 
     warehouse = WarehouseResource(url=url)
     try:
-        seed_warehouse(
-            warehouse,
-            days=1,
-            end_day=DAY,
-            events_per_day=events,
-            seed=7,
-            regression_days=0,
-            show_progress=False,
+        write_events(
+            warehouse.get_engine(),
+            generate_events(1, end_day=DAY, events_per_day=events, seed=7, regression=None),
+            table_name=warehouse.resolved_events_table(),
+            schema=warehouse.resolved_schema(),
         )
         return warehouse.count_events(DAY)
     finally:
