@@ -27,9 +27,10 @@ from dagster import (
 
 from seer_metrics.rules import CheckOutcome, RulesConfig, evaluate_rules, load_rules_config
 from seer_pipelines.alerts import (
-    KIND_CHECK,
     AlertDispatcher,
     AlertOutbox,
+    DayAlerts,
+    IncidentStore,
     SlackAlertResource,
     top_missing_requirements,
 )
@@ -120,40 +121,55 @@ def examples_provider(warehouse: WarehouseResource):
 
 
 def dispatcher_for(warehouse: WarehouseResource, slack: SlackAlertResource) -> AlertDispatcher:
-    outbox = AlertOutbox(warehouse.get_engine(), warehouse.resolved_schema())
-    return AlertDispatcher(outbox, slack, examples_provider(warehouse))
+    engine, schema = warehouse.get_engine(), warehouse.resolved_schema()
+    return AlertDispatcher(
+        AlertOutbox(engine, schema),
+        slack,
+        examples_provider(warehouse),
+        incidents=IncidentStore(engine, schema),
+    )
 
 
-def alert_on_outcomes(
-    context: AssetCheckExecutionContext,
-    day: date,
-    outcomes: Sequence[CheckOutcome],
-    warehouse: WarehouseResource,
-    slack: SlackAlertResource,
-) -> str:
-    """Record the partition's outcomes and deliver due alerts; returns a one-line status."""
-    try:
-        dispatcher = dispatcher_for(warehouse, slack)
-        dispatcher.log = context.log
-        summary = dispatcher.outbox.record_check_outcomes(day, outcomes, context.run.run_id)
-        result = dispatcher.deliver(day, KIND_CHECK)
-        # Alerts of other partitions still pending (Slack was down): retry them too.
-        others = [
-            r for r in dispatcher.deliver_due() if r.partition_date != day or r.kind != KIND_CHECK
-        ]
-    except Exception as error:  # alerting must never fail the checks or the metrics
-        context.log.error(f"alerting failed for {day}; the check results stand: {error!r}")
-        return f"alerting failed: {type(error).__name__}"
-    retried = sum(r.delivered for r in others)
-    retry_note = f"; {retried} earlier pending alert(s) delivered" if retried else ""
-    if result.alerts == 0:
-        state = "no new alert" if summary.unchanged else "nothing to alert"
-        return (
-            f"{state} ({summary.unchanged} already sent, {summary.resolved} resolved){retry_note}"
+def _slices(keys: Sequence[str]) -> str:
+    shown = ", ".join(keys[:5])
+    return shown + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+
+
+def alert_metadata(rule_name: str, day_alerts: DayAlerts | None, error: str | None) -> dict:
+    """What this check's alerting did on the day (not what the whole day's message did)."""
+    if day_alerts is None:
+        return {"alerts": f"alerting failed: {error}; the check results stand"}
+    changes = day_alerts.incidents
+    paged = sorted(label for rule, label in day_alerts.paged if rule == rule_name)
+    parts: list[str] = []
+    delivery = day_alerts.delivery
+    if paged:
+        where = f"{len(paged)} slice(s) ({_slices(paged)}) in the {day_alerts.partition_date} alert"
+        if not delivery.delivered:
+            parts.append(f"{where}, pending: {delivery.error}; retried by the next run")
+        elif delivery.alerts:
+            parts.append(f"alerted: {where}, sent to {delivery.destination}")
+        else:
+            parts.append(f"already alerted: {where}; unchanged, not posted again")
+    metadata: dict[str, Any] = {}
+    if changes is not None:
+        still_open = [i for i in changes.levels.still_open if i.rule == rule_name]
+        carried = sorted(i.slice for i in changes.levels.carried if i.rule == rule_name)
+        closed = [i for i in changes.closed if i.rule == rule_name]
+        if carried:
+            parts.append(f"incident still open on {_slices(carried)}; no new page")
+        if closed:
+            state = "posted" if day_alerts.recoveries.delivered else "pending"
+            parts.append(
+                f"recovered on {_slices(sorted(i.slice for i in closed))}: "
+                f"reply in the alert's thread {state}"
+            )
+        metadata["incidents_open"] = MetadataValue.json(
+            [{"slice": i.slice, "opened_on": i.opened_on.isoformat()} for i in still_open]
         )
-    if result.delivered:
-        return f"{result.alerts} alert(s) sent to {result.destination}{retry_note}"
-    return f"{result.alerts} alert(s) pending: {result.error}{retry_note}"
+        metadata["incidents_closed"] = MetadataValue.json([i.to_dict() for i in closed])
+    metadata["alerts"] = "; ".join(parts) or "nothing to alert"
+    return metadata
 
 
 def _check_specs(
@@ -206,8 +222,19 @@ def build_slice_checks(
         context.log.info(
             f"{day}: {len(today)} slices, {len(outcomes)} rule outcomes, {len(failing)} failing"
         )
-        alert_status = alert_on_outcomes(context, day, outcomes, warehouse, slack)
-        context.log.info(f"alerts for {day}: {alert_status}")
+        day_alerts, error = None, None
+        try:
+            dispatcher = dispatcher_for(warehouse, slack)
+            dispatcher.log = context.log
+            day_alerts = dispatcher.alert_on_day(day, outcomes, context.run.run_id)
+            retried = sum(r.delivered and r.alerts > 0 for r in day_alerts.retried)
+            context.log.info(
+                f"alerts for {day}: {day_alerts.delivery}; recoveries {day_alerts.recoveries}; "
+                f"{retried} earlier pending alert message(s) delivered"
+            )
+        except Exception as exception:  # alerting must never fail the checks or the metrics
+            error = f"{type(exception).__name__}: {exception}"
+            context.log.error(f"alerting failed for {day}; the check results stand: {error}")
         for rule in rules.rules:
             rule_outcomes = [o for o in outcomes if o.rule == rule.name]
             rule_failing = [o for o in rule_outcomes if o.failed]
@@ -217,7 +244,7 @@ def build_slice_checks(
                 else rule.severity
             )
             metadata = check_result_metadata(rule.name, rule_outcomes)
-            metadata["alerts"] = alert_status
+            metadata.update(alert_metadata(rule.name, day_alerts, error))
             if not len(today):
                 metadata["note"] = "no slice rows for this day (no events)"
             yield AssetCheckResult(

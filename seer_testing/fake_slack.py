@@ -40,6 +40,7 @@ class RecordedRequest:
     answered: int
     accepted: bool
     headers: dict[str, str] = field(default_factory=dict)
+    ts: str | None = None  # the timestamp an accepted chat.postMessage was given
 
 
 class FakeSlack:
@@ -253,6 +254,7 @@ def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
                         answered=status,
                         accepted=answer.get("ok") is True,
                         headers={k: v for k, v in self.headers.items()},
+                        ts=answer.get("ts"),
                     )
                 )
             payload = json.dumps(answer).encode("utf-8")

@@ -4,6 +4,7 @@ A stand-in `slice_metrics` asset writes crafted slice rows for each day into the
 `seer_slice_metrics` table, so every rule's outcome is known in advance.
 """
 
+import itertools
 import json
 from datetime import date, timedelta
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from dagster import AssetCheckSeverity, AssetExecutionContext, DagsterInstance, asset, materialize
 
 from seer_metrics.rules import DEFAULT_RULES, parse_rules_config
-from seer_pipelines.alerts import SENT, AlertOutbox, SlackAlertResource
+from seer_pipelines.alerts import CARRIED, SENT, AlertOutbox, SlackAlertResource
 from seer_pipelines.checks import build_slice_checks
 from seer_pipelines.partitions import daily_partitions, partition_day
 from seer_pipelines.resources import WarehouseResource
@@ -79,6 +80,11 @@ def slack_for(fake: FakeSlack) -> SlackAlertResource:
     return SlackAlertResource(token="xoxb-test", channel="#seer", api_url=fake.base_url)
 
 
+def fake_posts(fake: FakeSlack):
+    """(request, ts) of every accepted chat.postMessage, in order."""
+    return [(r, r.ts) for r in fake.requests if r.method == "chat.postMessage" and r.accepted]
+
+
 def test_checks_per_partition_with_metadata_and_one_alert(warehouse) -> None:
     rows = {day: healthy_day(day) for day in WEEK} | {DAY: regressed_day(DAY)}
     instance = DagsterInstance.ephemeral()
@@ -114,8 +120,14 @@ def test_checks_per_partition_with_metadata_and_one_alert(warehouse) -> None:
         table = metadata["slices"].value
         assert table.splitlines()[2].startswith("| feature_flag=retrieval-v2 | fail | ERROR |")
         assert "tenant=&lt;!channel&gt; | not_enough_data" in table
-        assert "1 alert(s) sent" not in metadata["alerts"].value
-        assert metadata["alerts"].value.startswith("3 alert(s) sent to slack:#seer")
+        # each check says what it did itself, not what the day's message did
+        assert metadata["alerts"].value == (
+            "alerted: 1 slice(s) (feature_flag=retrieval-v2) in the 2026-11-29 alert, "
+            "sent to slack:#seer"
+        )
+        assert evaluations["precision_tail"].metadata["alerts"].value == "nothing to alert"
+        assert high.metadata["alerts"].value.startswith("alerted: 1 slice(s) (env=prod)")
+        assert high.metadata["incidents_open"].value == [{"slice": "env=prod", "opened_on": DAY}]
 
         # ONE message for the partition, carrying all three failing checks
         assert len(fake.messages) == 1
@@ -124,7 +136,7 @@ def test_checks_per_partition_with_metadata_and_one_alert(warehouse) -> None:
         # re-running the partition: same results, no second message
         again = run_day(DAY, rows, warehouse, slack, instance)
         assert not again["f1_drop"].passed
-        assert again["f1_drop"].metadata["alerts"].value.startswith("no new alert")
+        assert again["f1_drop"].metadata["alerts"].value.startswith("already alerted: 1 slice(s)")
         assert len(fake.messages) == 1
 
     outbox = AlertOutbox(warehouse.get_engine())
@@ -146,16 +158,17 @@ def test_slack_down_never_fails_the_checks_and_next_run_delivers(warehouse) -> N
         fake.start_outage("server_error")
         evaluations = run_day(DAY, rows, warehouse, slack, instance)
         assert not evaluations["f1_drop"].passed
-        assert "pending" in evaluations["f1_drop"].metadata["alerts"].value
+        assert "pending: Slack answered internal_error (HTTP 500)" in (
+            evaluations["f1_drop"].metadata["alerts"].value
+        )
         assert fake.messages == []
         fake.end_outage()
         # any later run (here another day's) delivers the pending alert of 2026-11-29
         evaluations = run_day(WEEK[-1], rows, warehouse, slack, instance)
-        assert (
-            "1 earlier pending alert(s) delivered"
-            in evaluations["f1_drop"].metadata["alerts"].value
-        )
+        assert evaluations["f1_drop"].metadata["alerts"].value == "nothing to alert"
         assert len(fake.messages) == 1
+        outbox = AlertOutbox(warehouse.get_engine())
+        assert {a.state for a in outbox.rows(date.fromisoformat(DAY))} == {SENT}
         assert fake.messages[0]["blocks"][0]["text"]["text"].endswith(DAY)
 
 
@@ -199,9 +212,12 @@ def test_release_over_release_check_from_config(warehouse) -> None:
         assert "feature_flag=retrieval-v1 on the same day" in json.dumps(fake.messages[0])
 
 
-def test_demo_regression_raises_exactly_the_expected_alert(tmp_path, monkeypatch) -> None:
-    """The real daily job on the demo's synthetic events: quiet clean days, then one alert
-    per regressed day naming retrieval-v2 / prod (and the aggregate), nothing elsewhere."""
+def test_demo_stream_pages_levels_once_and_drops_on_the_regressed_days(
+    tmp_path, monkeypatch
+) -> None:
+    """The real daily job on the demo stream: a service level failing day after day pages
+    the day its incident opens and is carried after that; the regressed days page drops in
+    prod; a pass replies in the thread of the alert it closes."""
     from seer_pipelines.commands.seed import seed_warehouse
     from seer_pipelines.definitions import defs
     from seer_pipelines.demo_data.synthetic import default_end_day
@@ -238,24 +254,25 @@ def test_demo_regression_raises_exactly_the_expected_alert(tmp_path, monkeypatch
                 for slice_outcome in e.metadata["failing_slices"].value
             }
             posted_by_day[day] = len(fake.messages)
-    clean, regressed = days[:-2], days[-2:]
-    for day in clean:
-        assert failing_by_day[day] == set(), day
-    assert posted_by_day[clean[-1]] == 0
-    assert len(fake.messages) == 2  # one message per regressed partition
-    for day, message in zip(regressed, fake.messages, strict=True):
-        failing = failing_by_day[day]
-        assert {
-            ("f1_drop", "env=prod"),
-            ("f1_drop", "feature_flag=retrieval-v2"),
-            ("recall_high_priority", "env=prod"),
-        } <= failing
-        assert {label for _, label in failing} <= {"env=prod", "feature_flag=retrieval-v2", "all"}
-        assert message["channel"] == "#seer-demo"
-        assert message["blocks"][0]["text"]["text"].endswith(day.isoformat())
-        summary = message["blocks"][1]["text"]["text"]
-        assert summary.startswith(f"*{len(failing)} failing checks*")
-        assert "in *env=prod*, *feature_flag=retrieval-v2*" in summary
-        texts = json.dumps(message["blocks"])
-        assert "Top missing requirements in env=prod" in texts
-        assert "mean f1 fell by" in texts
+        posted = [r.body | {"ts": ts} for r, ts in fake_posts(fake)]
+    regressed = days[-2:]
+    outbox = AlertOutbox(WarehouseResource(url=url).get_engine())
+    rows = {(a.partition_date, a.rule, a.slice): a for a in outbox.rows(kind="check")}
+    levels = {"recall_high_priority", "recall_other_slices", "precision_tail"}
+    carried = 0
+    for earlier, later in itertools.pairwise(days):
+        for rule, label in failing_by_day[earlier] & failing_by_day[later]:
+            if rule in levels:  # still failing the next day: no new page
+                assert rows[(later, rule, label)].state == CARRIED, (later, rule, label)
+                carried += 1
+    assert carried > 0
+    pages = [m for m in fake.messages if not m.get("thread_ts")]
+    days_paged = [date.fromisoformat(m["blocks"][0]["text"]["text"][-10:]) for m in pages]
+    assert len(days_paged) == len(set(days_paged))  # at most one message per day
+    first_bad = pages[days_paged.index(regressed[0])]
+    text = json.dumps(first_bad["blocks"])
+    assert "fell by" in text and "*env=prod* (high priority)" in text
+    assert any(rule.endswith("_drop") for rule, label in failing_by_day[regressed[0]])
+    for reply in (m for m in fake.messages if m.get("thread_ts")):
+        assert reply["thread_ts"] in {m["ts"] for m in posted}
+        assert "Recovered" in reply["blocks"][0]["text"]["text"]

@@ -85,6 +85,7 @@ def test_replies_go_into_the_thread_of_a_posted_message() -> None:
         reply = web.chat_postMessage(channel="#alerts", text="recovered", thread_ts=root["ts"])
         assert reply["message"]["thread_ts"] == root["ts"]
         assert [m["text"] for m in slack.replies(root["ts"])] == ["recovered"]
+        assert slack.requests[-1].ts == reply["ts"]
         assert slack.replies(other["ts"]) == []
         assert [m["text"] for m in slack.top_level_messages] == ["f1 dropped", "another day"]
         thread = web.conversations_replies(channel="#alerts", ts=root["ts"])

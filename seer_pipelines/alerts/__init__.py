@@ -7,23 +7,28 @@ dispatcher (`dispatch`) builds ONE message per partition (`message`, with exampl
 
 from seer_pipelines.alerts.dispatch import (
     AlertDispatcher,
+    DayAlerts,
     DeliveryResult,
     ExamplesProvider,
     alerts_report,
 )
 from seer_pipelines.alerts.examples import top_missing_requirements
+from seer_pipelines.alerts.incidents import DayIncidents, IncidentStore
 from seer_pipelines.alerts.message import (
     SlackMessage,
     build_check_message,
     build_freshness_message,
+    build_recovered_message,
     build_run_failure_message,
     escape_mrkdwn,
     render_console,
     slack_link,
 )
 from seer_pipelines.alerts.outbox import (
+    CARRIED,
     KIND_CHECK,
     KIND_FRESHNESS,
+    KIND_RECOVERED,
     KIND_RUN_FAILURE,
     PENDING,
     RESOLVED,
@@ -42,8 +47,10 @@ from seer_pipelines.warehouse.schema import ALERTS_TABLE, alerts_table
 
 __all__ = [
     "ALERTS_TABLE",
+    "CARRIED",
     "KIND_CHECK",
     "KIND_FRESHNESS",
+    "KIND_RECOVERED",
     "KIND_RUN_FAILURE",
     "PENDING",
     "RESOLVED",
@@ -52,9 +59,12 @@ __all__ = [
     "AlertDeliveryError",
     "AlertDispatcher",
     "AlertOutbox",
+    "DayAlerts",
+    "DayIncidents",
     "DeliveryReceipt",
     "DeliveryResult",
     "ExamplesProvider",
+    "IncidentStore",
     "RecordSummary",
     "SlackAlertResource",
     "SlackMessage",
@@ -62,6 +72,7 @@ __all__ = [
     "alerts_table",
     "build_check_message",
     "build_freshness_message",
+    "build_recovered_message",
     "build_run_failure_message",
     "escape_mrkdwn",
     "outcome_fingerprint",

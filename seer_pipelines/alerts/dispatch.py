@@ -4,25 +4,31 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from seer_metrics.rules import CheckOutcome, as_date
+from seer_pipelines.alerts.incidents import DayIncidents, IncidentStore
 from seer_pipelines.alerts.message import (
     SlackMessage,
     build_check_message,
     build_freshness_message,
+    build_recovered_message,
     build_run_failure_message,
     render_console,
 )
 from seer_pipelines.alerts.outbox import (
+    CARRIED,
     KIND_CHECK,
+    KIND_RECOVERED,
     KIND_RUN_FAILURE,
     PENDING,
     SENT,
     Alert,
     AlertOutbox,
+    RecordSummary,
 )
 from seer_pipelines.alerts.slack import AlertDeliveryError, SlackAlertResource, logger
 
@@ -37,6 +43,19 @@ class DeliveryResult:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class DayAlerts:
+    """What alerting did for one evaluated day: the basis of each check's metadata."""
+
+    partition_date: date
+    recorded: RecordSummary
+    incidents: DayIncidents | None
+    delivery: DeliveryResult
+    recoveries: DeliveryResult
+    retried: list[DeliveryResult]
+    paged: frozenset[tuple[str, str]]  # (rule, slice) rows the day's message pages
+
+
 ExamplesProvider = Callable[[date, Sequence[str]], Mapping[str, Sequence[tuple[str, int]]]]
 
 
@@ -48,24 +67,58 @@ class AlertDispatcher:
     slack: SlackAlertResource
     examples: ExamplesProvider | None = None
     log: logging.Logger | Any = field(default_factory=lambda: logger)
+    incidents: IncidentStore | None = None
+
+    def alert_on_day(
+        self, partition_date: date, outcomes: Sequence[CheckOutcome], run_id: str | None
+    ) -> DayAlerts:
+        """Follow the day's incidents, record its alerts, deliver them and any still due.
+
+        Drops page on every failing day; a service level pages the day its incident opens
+        and is carried after that; a pass closes an incident with one reply in the thread
+        of the alert that announced it.
+        """
+        changes = self.incidents.advance(partition_date, outcomes) if self.incidents else None
+        recorded = self.outbox.record_check_outcomes(partition_date, outcomes, run_id, changes)
+        if changes is not None:
+            self.outbox.record_recoveries(partition_date, changes.closed, run_id)
+        delivery = self.deliver(partition_date, KIND_CHECK)
+        recoveries = self.deliver_recoveries(partition_date)
+        # Alerts of other partitions still pending (Slack was down): retry them too.
+        retried = self.deliver_due(
+            exclude={(partition_date, KIND_CHECK), (partition_date, KIND_RECOVERED)}
+        )
+        paged = frozenset(
+            (a.rule, a.slice)
+            for a in self.outbox.rows(partition_date, KIND_CHECK, states=(PENDING, SENT))
+        )
+        return DayAlerts(partition_date, recorded, changes, delivery, recoveries, retried, paged)
 
     def message_for(self, partition_date: date, kind: str) -> tuple[SlackMessage, list[Alert]]:
+        """The message of a (partition, kind) group and the rows it pages."""
         dagster_url = self.slack.resolved_dagster_url()
         if kind == KIND_CHECK:
-            alerts = self.outbox.rows(partition_date, kind, states=(PENDING, SENT))
+            rows = self.outbox.rows(partition_date, kind, states=(PENDING, SENT, CARRIED))
+            alerts = [a for a in rows if a.state != CARRIED]
+            carried = [a for a in rows if a.state == CARRIED]
             examples: Mapping[str, Sequence[tuple[str, int]]] = {}
-            if self.examples is not None:
+            if self.examples is not None and alerts:
                 try:
                     examples = self.examples(partition_date, sorted({a.slice for a in alerts}))
                 except Exception as error:  # examples are a nicety; never block the alert
                     self.log.warning(f"could not read missing-requirement examples: {error}")
-            return build_check_message(partition_date, alerts, examples, dagster_url), alerts
+            message = build_check_message(
+                partition_date, alerts, examples, dagster_url, carried=carried
+            )
+            return message, alerts
         alerts = self.outbox.rows(partition_date, kind, states=(PENDING,))
         if kind == KIND_RUN_FAILURE:
             return build_run_failure_message(alerts, dagster_url), alerts
         return build_freshness_message(alerts, dagster_url), alerts
 
     def deliver(self, partition_date: date, kind: str) -> DeliveryResult:
+        if kind == KIND_RECOVERED:
+            return self.deliver_recoveries(partition_date)
         message, alerts = self.message_for(partition_date, kind)
         if not any(a.state == PENDING for a in alerts):
             return DeliveryResult(partition_date, kind, delivered=True, alerts=0)
@@ -81,9 +134,49 @@ class AlertDispatcher:
         self.outbox.mark_sent(alerts, receipt.destination, receipt.slack_ts)
         return DeliveryResult(partition_date, kind, True, len(alerts), receipt.destination)
 
-    def deliver_due(self, now: datetime | None = None, limit: int = 50) -> list[DeliveryResult]:
-        """Deliver every due (partition, kind) group, oldest first."""
-        return [self.deliver(day, kind) for day, kind in self.outbox.due_groups(now, limit)]
+    def deliver_recoveries(self, partition_date: date) -> DeliveryResult:
+        """Each pending `recovered` row as a reply in the thread of the alert it closes."""
+        pending = self.outbox.rows(partition_date, KIND_RECOVERED, states=(PENDING,))
+        delivered, errors, destination = 0, [], None
+        for row in pending:
+            first = as_date(row.payload.get("opened_on", partition_date))
+            last = as_date(row.payload.get("last_failed_on", partition_date))
+            root = self.outbox.thread_root(row.rule, row.slice, first, last)
+            if root is None:  # never posted (resolved first): nothing to recover from
+                self.outbox.record(
+                    partition_date, KIND_RECOVERED, [], None, resolve={(row.rule, row.slice)}
+                )
+                continue
+            if root.sent_at is None:
+                errors.append(f"{row.rule} on {row.slice}: waiting for the alert it replies to")
+                continue
+            try:
+                receipt = self.slack.send(build_recovered_message(row), self.log, root.slack_ts)
+            except AlertDeliveryError as error:
+                self.outbox.mark_failed([row], str(error), error.retry_after_seconds)
+                errors.append(str(error))
+                continue
+            self.outbox.mark_sent([row], receipt.destination, receipt.slack_ts)
+            delivered += 1
+            destination = receipt.destination
+        return DeliveryResult(
+            partition_date,
+            KIND_RECOVERED,
+            delivered=not errors,
+            alerts=delivered,
+            destination=destination,
+            error="; ".join(errors) or None,
+        )
+
+    def deliver_due(
+        self,
+        now: datetime | None = None,
+        limit: int = 50,
+        exclude: Collection[tuple[date, str]] = (),
+    ) -> list[DeliveryResult]:
+        """Deliver every due (partition, kind) group but `exclude`, oldest first."""
+        groups = [g for g in self.outbox.due_groups(now, limit) if g not in exclude]
+        return [self.deliver(day, kind) for day, kind in groups]
 
 
 def alerts_report(dispatcher: AlertDispatcher, days: Sequence[date]) -> str:

@@ -103,17 +103,29 @@ def slice_order(label: str, group: Sequence[Alert]) -> tuple:
     )
 
 
+def still_open_line(carried: Sequence[Alert]) -> str:
+    """One short line for the service levels that keep failing under an open incident."""
+    items = []
+    for alert in sorted(carried, key=lambda a: (a.rule, a.slice)):
+        since = (alert.payload.get("incident") or {}).get("opened_on") or "?"
+        items.append(f"`{escape_mrkdwn(alert.rule)}` on {escape_mrkdwn(alert.slice)} since {since}")
+    return "Still open (no new page): " + "; ".join(items)
+
+
 def build_check_message(
     partition_date: date,
     alerts: Sequence[Alert],
     examples: Mapping[str, Sequence[tuple[str, int]]] | None = None,
     dagster_url: str = DEFAULT_DAGSTER_URL,
     asset: str = "slice_metrics",
+    carried: Sequence[Alert] = (),
 ) -> SlackMessage:
     """ONE message for all failing checks of a partition, grouped by slice.
 
-    Each slice lists its failing rules (what moved, by how much, against which baseline)
-    and the most frequent missing requirements of its events as examples.
+    `alerts` are what pages (drops, newly opened incidents); each slice lists its failing
+    rules (what moved, by how much, against which baseline) and the most frequent missing
+    requirements of its events as examples. `carried` service levels (incidents opened
+    earlier) get one short "still open" line at the end.
     """
     examples = examples or {}
     by_slice: dict[str, list[Alert]] = {}
@@ -156,10 +168,12 @@ def build_check_message(
     hidden = len(slices) - MAX_SLICE_SECTIONS
     if hidden > 0:
         blocks.append(section(f"…and {hidden} more failing slices: see the run in Dagster."))
+    if carried:
+        blocks.append(context(still_open_line(carried)))
     blocks.append(
         context(
             "Rules from seer_rules.yaml ($SEER_RULES_FILE). Re-running this partition posts "
-            "again only if the outcome changes."
+            "again only if the outcome changes; a passing check replies in this thread."
         )
     )
     summary = "; ".join(
@@ -171,6 +185,20 @@ def build_check_message(
         f"{summary}{more}"
     )
     return SlackMessage(text=text, blocks=blocks)
+
+
+def build_recovered_message(alert: Alert) -> SlackMessage:
+    """The reply in an alert's thread when its check passes again (the incident closed)."""
+    payload = alert.payload
+    opened, last = payload.get("opened_on", "?"), payload.get("last_failed_on", "?")
+    closed = payload.get("closed_on") or alert.partition_date
+    failing = f"failing since {opened}" if opened == last else f"failing {opened} to {last}"
+    text = (
+        f":white_check_mark: *Recovered*: `{escape_mrkdwn(alert.rule)}` on "
+        f"*{escape_mrkdwn(alert.slice)}* passes on {closed} ({failing})."
+    )
+    plain = f"Seer: {alert.rule} on {alert.slice} recovered on {closed}"
+    return SlackMessage(text=escape_mrkdwn(plain), blocks=[section(text)])
 
 
 def build_run_failure_message(

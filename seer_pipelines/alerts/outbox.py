@@ -4,8 +4,10 @@ A check run records its failing outcomes here, then delivers what is pending. A 
 `pending` until a message carrying it was accepted, then `sent`; a Slack failure leaves
 it `pending` with the error and the attempt count, for the next run or the retry sensor.
 Re-running a partition re-posts only when the outcome fingerprint (rule, slice, status,
-severity, threshold, baseline) of some row changed. A row is `resolved` only when its
-check passes: `not_enough_data`, `no_baseline`, errors or a missing slice leave it as it is.
+severity, threshold, baseline, incident state) of some row changed. A row is `resolved`
+only when its check passes: `not_enough_data`, `no_baseline`, errors or a missing slice
+leave it as it is. A failing service level whose incident was already open is `carried`.
+`recovered` rows are the replies posted in the thread of an alert when its check passes.
 """
 
 from __future__ import annotations
@@ -21,14 +23,20 @@ import sqlalchemy as sa
 
 from seer_metrics.events import finite_json
 from seer_metrics.redaction import shorten
-from seer_metrics.rules import CheckOutcome
+from seer_metrics.rules import CheckOutcome, as_date
+from seer_metrics.rules.incidents import Incident
+from seer_pipelines.alerts.incidents import DayIncidents
 from seer_pipelines.warehouse.schema import alerts_table
 from seer_pipelines.warehouse.writer import utc_now
 
 KIND_CHECK = "check"
 KIND_RUN_FAILURE = "run_failure"
 KIND_FRESHNESS = "freshness"
+KIND_RECOVERED = "recovered"
 PENDING, SENT, RESOLVED = "pending", "sent", "resolved"
+# A failing service level whose incident is already open: shown as "still open" in the
+# day's message when something else pages, never a page by itself.
+CARRIED = "carried"
 
 
 def as_utc(value: datetime | None) -> datetime | None:
@@ -36,11 +44,6 @@ def as_utc(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo is not None:
         return value
     return value.replace(tzinfo=UTC)
-
-
-def as_date(value: date | str) -> date:
-    """A `date` column's value: SQLite may hand back text."""
-    return value if isinstance(value, date) else date.fromisoformat(str(value)[:10])
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ def outcome_fingerprint(outcome: CheckOutcome | Mapping[str, Any]) -> str:
     data = outcome.to_dict() if isinstance(outcome, CheckOutcome) else dict(outcome)
     keys = ("rule", "slice", "status", "severity", "statistic", "threshold", "baseline_label")
     verdict = {key: data.get(key) for key in keys}
+    if isinstance(data.get("incident"), Mapping):
+        verdict["incident"] = [data["incident"].get("state"), data["incident"].get("opened_on")]
     return hashlib.sha256(json.dumps(verdict, sort_keys=True).encode("utf-8")).hexdigest()
 
 
@@ -130,12 +135,14 @@ class AlertOutbox:
         items: Sequence[AlertItem],
         run_id: str | None,
         resolve: Collection[tuple[str, str]] = (),
+        carried: Collection[tuple[str, str]] = (),
     ) -> RecordSummary:
         """Upsert (rule, slice, severity, payload) rows of one partition and kind.
 
         A row whose fingerprint is unchanged keeps its state (no new post); a new or
-        changed one becomes pending. Active rows whose (rule, slice) is in `resolve` (their
-        check passes now) become resolved; every other row is left as it is.
+        changed one becomes pending (or `carried`, for the keys in `carried`). Active rows
+        whose (rule, slice) is in `resolve` (their check passes now) become resolved; every
+        other row is left as it is.
         """
         self.ensure_table()
         table = self.table
@@ -160,7 +167,7 @@ class AlertOutbox:
                 new_or_changed += 1
                 values = {
                     "severity": severity,
-                    "state": PENDING,
+                    "state": CARRIED if (rule, slice_label) in carried else PENDING,
                     "fingerprint": fingerprint,
                     "payload": payload,
                     "run_id": run_id,
@@ -194,17 +201,73 @@ class AlertOutbox:
         return RecordSummary(new_or_changed, unchanged, resolved)
 
     def record_check_outcomes(
-        self, partition_date: date, outcomes: Iterable[CheckOutcome], run_id: str | None
+        self,
+        partition_date: date,
+        outcomes: Iterable[CheckOutcome],
+        run_id: str | None,
+        incidents: DayIncidents | None = None,
     ) -> RecordSummary:
         """Record the failing outcomes of a partition; passing ones resolve earlier rows.
 
         Only a pass resolves: `not_enough_data`, `no_baseline` (e.g. a judge outage left
-        too few judged events) and slices without rows leave the row as it was.
+        too few judged events) and slices without rows leave the row as it was. With
+        `incidents`, a failing service level pages only on the day its incident opens;
+        on the other days of the incident its row is `carried`.
         """
-        outcomes = list(outcomes)
-        items = [(o.rule, o.slice, o.severity, o.to_dict()) for o in outcomes if o.failed]
-        passed = {(o.rule, o.slice) for o in outcomes if o.status == "pass"}
-        return self.record(partition_date, KIND_CHECK, items, run_id, resolve=passed)
+        items: list[AlertItem] = []
+        carried: set[tuple[str, str]] = set()
+        passed: set[tuple[str, str]] = set()
+        for outcome in outcomes:
+            if outcome.status == "pass":
+                passed.add((outcome.rule, outcome.slice))
+            if not outcome.failed:
+                continue
+            payload = outcome.to_dict()
+            level = incidents.level_state(outcome.rule, outcome.slice) if incidents else None
+            if level is not None:
+                state, incident = level
+                payload["incident"] = {"state": state, "opened_on": incident.opened_on.isoformat()}
+                if state == "carried":
+                    carried.add((outcome.rule, outcome.slice))
+            items.append((outcome.rule, outcome.slice, outcome.severity, payload))
+        return self.record(partition_date, KIND_CHECK, items, run_id, passed, carried)
+
+    def record_recoveries(
+        self, partition_date: date, closed: Iterable[Incident], run_id: str | None
+    ) -> RecordSummary:
+        """One `recovered` row per incident a pass closed on `partition_date`."""
+        items = [
+            (
+                incident.rule,
+                incident.slice,
+                incident.severity,
+                {"rule": incident.rule, "slice": incident.slice, **incident.to_dict()},
+            )
+            for incident in closed
+        ]
+        return self.record(partition_date, KIND_RECOVERED, items, run_id)
+
+    def thread_root(self, rule: str, slice_label: str, first: date, last: date) -> Alert | None:
+        """The first alert delivered for a rule on a slice between two days (the thread a
+        reply about it belongs in); else a pending one (not delivered yet); else None."""
+        self.ensure_table()
+        table = self.table
+        query = (
+            sa.select(table)
+            .where(
+                table.c.kind == KIND_CHECK,
+                table.c.rule == rule,
+                table.c.slice == slice_label,
+                table.c.partition_date >= first,
+                table.c.partition_date <= last,
+                sa.or_(table.c.sent_at.is_not(None), table.c.state == PENDING),
+            )
+            .order_by(table.c.sent_at.is_(None), table.c.partition_date)
+            .limit(1)
+        )
+        with self.engine.connect() as connection:
+            row = connection.execute(query).first()
+        return None if row is None else self._alert(row)
 
     def rows(
         self,

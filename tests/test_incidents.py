@@ -1,0 +1,179 @@
+"""Incidents: a service level pages once when it breaks, is carried while it stays broken,
+and closes on a pass with one reply in the thread of the alert that announced it."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from seer_metrics.rules import CheckOutcome
+from seer_pipelines.alerts import (
+    CARRIED,
+    KIND_CHECK,
+    KIND_RECOVERED,
+    PENDING,
+    SENT,
+    AlertDispatcher,
+    AlertOutbox,
+    IncidentStore,
+    SlackAlertResource,
+)
+from seer_testing.fake_slack import FakeSlack
+
+START = date(2026, 11, 1)
+DAYS = [START + timedelta(days=i) for i in range(10)]
+
+
+def outcome(day: date, status: str, rule: str = "recall_other_slices", slice_label="env=dev"):
+    drop = rule.endswith("_drop")
+    return CheckOutcome(
+        rule=rule,
+        slice=slice_label,
+        status=status,  # type: ignore[arg-type]
+        severity="ERROR" if drop else "WARN",
+        statistic="mean_f1" if drop else "mean_recall",
+        observed=0.6,
+        threshold=0.15 if drop else 0.85,
+        sample_size=120,
+        message=f"{slice_label}: {rule} {status} on {day}",
+        partition_date=day,
+        baseline=0.8 if drop else None,
+        baseline_label="the trailing 7 days" if drop else None,
+        baseline_sample_size=800 if drop else None,
+        delta=0.2 if drop else None,
+        noise=0.05 if drop else None,
+        kind="drop" if drop else "threshold",
+    )
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> sa.Engine:
+    return sa.create_engine(f"sqlite:///{tmp_path / 'warehouse.sqlite'}")
+
+
+def dispatcher_for(engine: sa.Engine, slack: FakeSlack) -> AlertDispatcher:
+    resource = SlackAlertResource(token="xoxb-test", channel="#seer", api_url=slack.base_url)
+    return AlertDispatcher(AlertOutbox(engine), resource, incidents=IncidentStore(engine))
+
+
+def test_a_chronic_breach_pages_once_and_recovers_once_in_its_thread(engine) -> None:
+    with FakeSlack() as slack:
+        dispatcher = dispatcher_for(engine, slack)
+        for day in DAYS[:4]:  # failing four days in a row
+            dispatcher.alert_on_day(day, [outcome(day, "fail")], "run")
+        assert len(slack.messages) == 1  # the day the incident opened, only
+        root = slack.requests[-1].ts if len(slack.requests) == 1 else None
+        assert root is not None
+        states = {a.partition_date: a.state for a in AlertOutbox(engine).rows(kind=KIND_CHECK)}
+        assert states == {DAYS[0]: SENT, DAYS[1]: CARRIED, DAYS[2]: CARRIED, DAYS[3]: CARRIED}
+        # a drop on day 5 pages; the open incident rides along as one "still open" line
+        day = DAYS[4]
+        alerts = dispatcher.alert_on_day(
+            day, [outcome(day, "fail"), outcome(day, "fail", "f1_drop", "env=prod")], "run"
+        )
+        assert alerts.paged == {("f1_drop", "env=prod")}
+        texts = [
+            block.get("elements", [{}])[0].get("text", "") for block in slack.messages[-1]["blocks"]
+        ]
+        assert (
+            f"Still open (no new page): `recall_other_slices` on env=dev since {DAYS[0]}" in texts
+        )
+        # the pass closes it: one reply in the thread of the first alert, never twice
+        for _ in range(2):
+            dispatcher.alert_on_day(DAYS[5], [outcome(DAYS[5], "pass")], "run")
+        [reply] = slack.replies(root)
+        assert reply["text"] == f"Seer: recall_other_slices on env=dev recovered on {DAYS[5]}"
+        assert f"failing {DAYS[0]} to {DAYS[4]}" in reply["blocks"][0]["text"]["text"]
+    [run] = IncidentStore(engine).runs("recall_other_slices")
+    assert (run.incident.opened_on, run.incident.closed_on, run.failed_days) == (
+        DAYS[0],
+        DAYS[5],
+        5,
+    )
+
+
+@pytest.mark.parametrize("status", ["not_enough_data", "no_baseline"])
+def test_only_a_pass_closes_an_incident(engine, status) -> None:
+    with FakeSlack() as slack:
+        dispatcher = dispatcher_for(engine, slack)
+        dispatcher.alert_on_day(DAYS[0], [outcome(DAYS[0], "fail")], "run")
+        dispatcher.alert_on_day(DAYS[1], [outcome(DAYS[1], status)], "run")  # a judge outage
+        dispatcher.alert_on_day(DAYS[2], [], "run")  # the slice had no rows at all
+        assert [r.incident.closed_on for r in IncidentStore(engine).runs()] == [None]
+        assert AlertOutbox(engine).rows(kind=KIND_RECOVERED) == []
+        day = DAYS[3]
+        changes = dispatcher.alert_on_day(day, [outcome(day, "fail")], "run").incidents
+        assert [i.opened_on for i in changes.levels.carried] == [DAYS[0]]  # no new page
+        dispatcher.alert_on_day(DAYS[4], [outcome(DAYS[4], "pass")], "run")
+        assert len(slack.top_level_messages) == 1
+        assert len(slack.messages) == 2
+
+
+def test_a_drop_pages_every_failing_day_and_replies_when_it_passes(engine) -> None:
+    with FakeSlack() as slack:
+        dispatcher = dispatcher_for(engine, slack)
+        for day in DAYS[:2]:
+            dispatcher.alert_on_day(day, [outcome(day, "fail", "f1_drop", "env=prod")], "r")
+        assert len(slack.messages) == 2
+        first = next(r.ts for r in slack.requests if r.accepted)
+        dispatcher.alert_on_day(DAYS[2], [outcome(DAYS[2], "pass", "f1_drop", "env=prod")], "r")
+        assert [m["thread_ts"] for m in slack.replies(first)] == [first]
+        assert len(slack.messages) == 3
+
+
+def test_recovered_reply_waits_out_a_slack_outage_and_is_posted_once(engine) -> None:
+    with FakeSlack() as slack:
+        dispatcher = dispatcher_for(engine, slack)
+        dispatcher.alert_on_day(DAYS[0], [outcome(DAYS[0], "fail")], "run")
+        root = slack.requests[-1].ts
+        slack.start_outage("server_error")
+        alerts = dispatcher.alert_on_day(DAYS[1], [outcome(DAYS[1], "pass")], "run")
+        assert not alerts.recoveries.delivered
+        [row] = AlertOutbox(engine).rows(kind=KIND_RECOVERED)
+        assert (row.state, row.attempts) == (PENDING, 1)
+        slack.end_outage()
+        dispatcher.deliver_due()
+        dispatcher.deliver_due()
+        assert len(slack.replies(root)) == 1
+        assert AlertOutbox(engine).rows(kind=KIND_RECOVERED)[0].state == SENT
+
+
+def test_an_alert_resolved_before_it_was_posted_gets_no_reply(engine) -> None:
+    with FakeSlack() as slack:
+        dispatcher = dispatcher_for(engine, slack)
+        slack.start_outage("server_error")
+        dispatcher.alert_on_day(DAYS[0], [outcome(DAYS[0], "fail")], "run")
+        slack.end_outage()
+        # the re-run of the same day passes before Slack came back: nothing was announced
+        dispatcher.alert_on_day(DAYS[0], [outcome(DAYS[0], "pass")], "run")
+        dispatcher.alert_on_day(DAYS[1], [outcome(DAYS[1], "pass")], "run")
+        assert slack.messages == []
+
+
+def test_backfilled_days_follow_the_day_sequence_not_the_evaluation_order(engine) -> None:
+    """Days 3, 1, 2 evaluated in that order, all failing: one incident from day 1; day 2
+    sits inside it (carried, no page). A pass on day 4 then closes it."""
+    with FakeSlack() as slack:
+        dispatcher = dispatcher_for(engine, slack)
+        for day in (DAYS[2], DAYS[0], DAYS[1]):
+            dispatcher.alert_on_day(day, [outcome(day, "fail")], "run")
+        states = {a.partition_date: a.state for a in AlertOutbox(engine).rows(kind=KIND_CHECK)}
+        assert states[DAYS[1]] == CARRIED
+        [run] = IncidentStore(engine).runs()
+        assert (run.incident.opened_on, run.incident.last_failed_on, run.failed_days) == (
+            DAYS[0],
+            DAYS[2],
+            3,
+        )
+        # a pass evaluated later for a day in the middle splits the run in two
+        dispatcher.alert_on_day(DAYS[1], [outcome(DAYS[1], "pass")], "run")
+        runs = IncidentStore(engine).runs()
+        assert [(r.incident.opened_on, r.incident.closed_on) for r in runs] == [
+            (DAYS[0], DAYS[1]),
+            (DAYS[2], None),
+        ]
+        dispatcher.alert_on_day(DAYS[3], [outcome(DAYS[3], "pass")], "run")
+        assert [r.incident.closed_on for r in IncidentStore(engine).runs()] == [DAYS[1], DAYS[3]]
