@@ -29,7 +29,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 import openai
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from seer_metrics.cache import (
     JudgmentStore,
@@ -40,6 +40,20 @@ from seer_metrics.cache import (
 from seer_metrics.evaluators import prompts
 from seer_metrics.evaluators.answers import RequirementsAnswer, SupportAnswer, SupportItem
 from seer_metrics.evaluators.base import EvaluationOutcome, OutcomeCallback, TokenUsage
+from seer_metrics.evaluators.replies import (
+    API_ERROR,
+    INTERNAL_ERROR,
+    INVALID_JSON,
+    RATE_LIMITED,
+    TIMEOUT,
+    TRUNCATED,
+    ReplyError,
+    chat_request,
+    check_requirements,
+    read_reply,
+    requirements_from_answer,
+    shorten,
+)
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Judgment, Requirement
 from seer_metrics.redaction import redact_url
@@ -61,15 +75,6 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4.1": (2.00, 8.00),
 }
 
-# Failure reason codes (the part before ":" in `EvaluationOutcome.reason`).
-INVALID_JSON = "invalid_json"
-SCHEMA_MISMATCH = "schema_mismatch"
-TIMEOUT = "timeout"
-RATE_LIMITED = "rate_limited"
-REFUSED = "refused"
-TRUNCATED = "truncated"
-API_ERROR = "api_error"
-INTERNAL_ERROR = "internal_error"
 
 # Expected completion size used in the token estimate before a call; the real usage
 # corrects the limiter afterwards.
@@ -553,16 +558,11 @@ class LLMEvaluator:
                 prompts.REQUIREMENTS_SCHEMA,
                 RequirementsAnswer,
                 state,
-                check=_check_requirements,
+                check=check_requirements,
             )
         except CallFailedError as failure:
             return _Phase1(error=failure, usage=failure.usage, calls=failure.calls)
-        # Ids are re-numbered by position so they are stable and unique whatever the model
-        # wrote; the texts are the model's.
-        requirements = tuple(
-            Requirement(f"r{index}", item.text.strip())
-            for index, item in enumerate(result.answer.requirements, start=1)
-        )
+        requirements = requirements_from_answer(result.answer)
         self._requirements[key] = requirements
         if self._store is not None:
             try:
@@ -601,38 +601,24 @@ class LLMEvaluator:
                 ) from None
             usage += call_usage
             calls += call_count
-            choice = completion.choices[0] if completion.choices else None
-            if choice is None:
-                code, detail = SCHEMA_MISMATCH, "the reply has no choices"
-                raise CallFailedError(code, detail, usage, calls)
-            message = choice.message
-            if getattr(message, "refusal", None) or choice.finish_reason == "content_filter":
-                refusal = getattr(message, "refusal", None) or "content filter"
-                raise CallFailedError(REFUSED, _shorten(str(refusal)), usage, calls)
-            if choice.finish_reason == "length":
-                larger = min(2 * cap, self.settings.max_completion_tokens_ceiling)
-                if larger > cap and cap == self.settings.max_completion_tokens:
-                    cap = larger  # the same question once more, with room to finish
-                    continue
-                raise CallFailedError(
-                    TRUNCATED, f"the reply hit max_completion_tokens={cap}", usage, calls
-                )
-            content = message.content or ""
             try:
-                answer = answer_type.model_validate(json.loads(content))
-                if check is not None:
-                    check(answer)
-                return _CallResult(answer, usage, calls)
-            except json.JSONDecodeError as error:
-                code, detail = INVALID_JSON, f"{error.msg} at position {error.pos}"
-            except ValidationError as error:
-                code, detail = SCHEMA_MISMATCH, _describe_validation_error(error)
-            except ValueError as error:
-                code, detail = SCHEMA_MISMATCH, str(error)
-            if attempt == 0:
-                conversation = prompts.repair_messages(
-                    messages, content, f"{code}: {detail}", schema_name
-                )
+                return _CallResult(read_reply(completion, answer_type, check), usage, calls)
+            except ReplyError as error:
+                if error.code == TRUNCATED:
+                    larger = min(2 * cap, self.settings.max_completion_tokens_ceiling)
+                    if larger > cap and cap == self.settings.max_completion_tokens:
+                        cap = larger  # the same question once more, with room to finish
+                        continue
+                    raise CallFailedError(
+                        TRUNCATED, f"the reply hit max_completion_tokens={cap}", usage, calls
+                    ) from None
+                if not error.repairable:
+                    raise CallFailedError(error.code, error.detail, usage, calls) from None
+                code, detail = error.code, error.detail
+                if attempt == 0:
+                    conversation = prompts.repair_messages(
+                        messages, error.content, error.reason, schema_name
+                    )
             attempt += 1
         raise CallFailedError(code, f"{detail} (after one repair attempt)", usage, calls)
 
@@ -649,13 +635,14 @@ class LLMEvaluator:
         estimated = estimate_tokens(messages)
         sent = unsent = 0
         code, detail = API_ERROR, ""
-        arguments = {
-            "model": settings.model,
-            "messages": messages,
-            "temperature": settings.temperature,
-            "max_completion_tokens": max_completion_tokens,
-            "response_format": prompts.response_format(schema_name, schema),
-        }
+        arguments = chat_request(
+            settings.model,
+            settings.temperature,
+            messages,
+            schema_name,
+            schema,
+            max_completion_tokens,
+        )
         for attempt in range(settings.max_retries + 1):
             wait: float | None = None
             request = _Request(arguments, estimated, state.loop.create_future())
@@ -682,7 +669,7 @@ class LLMEvaluator:
                     self._limiter.pause(wait)
             except openai.APIStatusError as error:
                 sent += 1
-                code, detail = API_ERROR, f"HTTP {error.status_code}: {_shorten(str(error))}"
+                code, detail = API_ERROR, f"HTTP {error.status_code}: {shorten(str(error))}"
                 if error.status_code < 500 and error.status_code not in (408, 409):
                     raise CallFailedError(
                         code, detail, TokenUsage(), Attempts(sent, unsent)
@@ -772,12 +759,6 @@ def _quote_found(quote: str, normalised_passage: str) -> bool:
     return any(candidate and candidate in normalised_passage for candidate in candidates)
 
 
-def _check_requirements(answer: RequirementsAnswer) -> None:
-    for index, item in enumerate(answer.requirements, start=1):
-        if not item.text.strip():
-            raise ValueError(f"requirements[{index - 1}].text is empty")
-
-
 def estimate_tokens(messages: Sequence[Mapping[str, str]]) -> int:
     """Rough prompt size (4 characters a token) plus an expected completion."""
     characters = sum(len(message.get("content") or "") for message in messages)
@@ -812,16 +793,3 @@ def _usage_of(completion: Any, estimated: int) -> TokenUsage:
         # Some compatible servers send no usage: fall back to the estimate.
         return TokenUsage(estimated - _EXPECTED_COMPLETION_TOKENS, _EXPECTED_COMPLETION_TOKENS)
     return TokenUsage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
-
-
-def _describe_validation_error(error: ValidationError) -> str:
-    problems = []
-    for item in error.errors()[:3]:
-        location = ".".join(str(part) for part in item["loc"]) or "(root)"
-        problems.append(f"{location}: {item['msg']}")
-    return "; ".join(problems)
-
-
-def _shorten(text: str, limit: int = 200) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -38,20 +38,17 @@ AnswerT = TypeVar("AnswerT", bound=BaseModel)
 class ReplyError(Exception):
     """A reply that cannot be used; `code` is its reason code, `content` what was said."""
 
-    def __init__(self, code: str, detail: str, content: str = "") -> None:
+    def __init__(self, code: str, detail: str, content: str = "", repairable: bool = False):
         super().__init__(f"{code}: {detail}")
         self.code = code
         self.detail = detail
         self.content = content
+        # A reply that does not fit the schema: one repair turn may fix it.
+        self.repairable = repairable
 
     @property
     def reason(self) -> str:
         return f"{self.code}: {self.detail}"
-
-    @property
-    def repairable(self) -> bool:
-        """Whether one repair turn may fix it (a reply that does not fit the schema)."""
-        return self.code in (INVALID_JSON, SCHEMA_MISMATCH) and bool(self.content)
 
 
 def chat_request(
@@ -99,11 +96,13 @@ def read_reply(
         if check is not None:
             check(answer)
     except json.JSONDecodeError as error:
-        raise ReplyError(INVALID_JSON, f"{error.msg} at position {error.pos}", content) from None
+        detail = f"{error.msg} at position {error.pos}"
+        raise ReplyError(INVALID_JSON, detail, content, repairable=True) from None
     except ValidationError as error:
-        raise ReplyError(SCHEMA_MISMATCH, describe_validation_error(error), content) from None
+        detail = describe_validation_error(error)
+        raise ReplyError(SCHEMA_MISMATCH, detail, content, repairable=True) from None
     except ValueError as error:
-        raise ReplyError(SCHEMA_MISMATCH, str(error), content) from None
+        raise ReplyError(SCHEMA_MISMATCH, str(error), content, repairable=True) from None
     return answer
 
 
