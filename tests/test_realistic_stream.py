@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from seer_metrics.events import InvalidEventError, RetrievalEvent
+from seer_metrics.rules import DEFAULT_RULES
 from seer_metrics.scoring import score_event
 from seer_metrics.slices import slice_metrics
 from seer_pipelines.demo_data.realistic import (
@@ -19,6 +20,7 @@ from seer_pipelines.demo_data.realistic import (
     ideal_scores,
     load_pool,
 )
+from seer_pipelines.demo_data.replay import ReplayedDay, replay_rules
 
 END = date(2026, 11, 27)  # a Friday: the default release's two days are weekdays
 
@@ -130,3 +132,45 @@ def test_invalid_rows_are_broken_on_purpose_and_have_no_judgment() -> None:
     frame = ideal_scores(events)
     assert (frame["status"] == "invalid").sum() == len(broken)
     assert frame.loc[frame["status"] == "invalid", "f1"].isna().all()
+
+
+# -- the default rules on the stream -----------------------------------------------------
+
+SLICE_KEYS = ["env", "feature_flag", "tenant"]
+STREAM_DAYS = 21
+WARM_UP_DAYS = 7  # the trailing baseline of the drop rules
+
+
+@pytest.fixture(scope="module")
+def replayed() -> list[ReplayedDay]:
+    """21 days, the release (prod on retrieval-v2 loses its top hit) on the last two."""
+    events = generate_stream(STREAM_DAYS, end_day=END, seed=7, release=Release())
+    table = slice_metrics(ideal_scores(events), SLICE_KEYS)
+    return list(replay_rules(DEFAULT_RULES, table))
+
+
+def test_no_page_on_a_clean_day_after_the_warm_up(replayed) -> None:
+    clean = replayed[WARM_UP_DAYS : STREAM_DAYS - 2]
+    pages = {day.day: [(p.rule, p.slice) for p in day.pages] for day in clean}
+    assert pages == {day.day: [] for day in clean}
+    # the chronic service-level breaches of a real retriever are incidents opened once,
+    # on the first evaluation, and carried silently while they last
+    assert replayed[0].pages
+    assert all(page.kind == "threshold" for page in replayed[0].pages)
+    assert any(day.open_incidents for day in clean)
+
+
+def test_the_release_is_caught_on_its_first_day_in_its_pair_slice(replayed) -> None:
+    first = replayed[STREAM_DAYS - 2]
+    assert first.day == END - timedelta(days=1)
+    pair = Release().slice_label
+    drops = {(p.rule, p.slice) for p in first.pages if p.kind == "drop"}
+    assert ("f1_drop", pair) in drops
+    assert ("recall_drop", pair) in drops
+    # on the pair slice the drop is far larger than on either key alone
+    f1 = {p.slice: p.delta for p in first.pages if p.rule == "f1_drop"}
+    assert f1[pair] > 0.2
+    assert f1[pair] > 1.3 * max(f1.get("env=prod", 0.0), f1.get("feature_flag=retrieval-v2", 0.0))
+    # nothing pages on slices the release did not touch
+    untouched = {"env=staging", "feature_flag=retrieval-v1"}
+    assert not {p.slice for p in first.pages} & untouched

@@ -1,0 +1,68 @@
+"""Replaying the alert rules over a slice table day by day, as the daily job runs them.
+
+Each day is evaluated against the days before it (`evaluate_rules`, which holds the
+false-discovery rate across the day's drop tests), then its outcomes advance the open
+incidents (`advance_incidents`). What a day pages is what a person would be notified
+of: the failing drops and the incidents opened that day. The stream test and the
+alert-quality benchmark measure the rules with this, without Dagster or a warehouse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+import pandas as pd
+
+from seer_metrics.rules import CheckOutcome, RulesConfig, as_date, evaluate_rules
+from seer_metrics.rules.incidents import Incident, IncidentChanges, advance_incidents
+
+
+@dataclass(frozen=True)
+class ReplayedDay:
+    """One day's outcomes and what they did to the incidents."""
+
+    day: date
+    outcomes: tuple[CheckOutcome, ...]
+    changes: IncidentChanges
+
+    @property
+    def pages(self) -> tuple[CheckOutcome, ...]:
+        return self.changes.pages
+
+    @property
+    def open_incidents(self) -> tuple[Incident, ...]:
+        return self.changes.still_open
+
+
+def history_days(config: RulesConfig) -> int:
+    """How many earlier days any rule of `config` reads (its longest trailing window)."""
+    windows = [rule.baseline.trailing_days for rule in config.rules if rule.baseline is not None]
+    return max(windows, default=0)
+
+
+def replay_rules(
+    config: RulesConfig,
+    table: pd.DataFrame,
+    *,
+    days: Iterable[date] | None = None,
+    open_incidents: Iterable[Incident] = (),
+) -> Iterator[ReplayedDay]:
+    """Evaluate `days` (default every day of `table`, in order) one after the other.
+
+    `table` is the slice table (`slice_metrics` rows) of those days and of the days
+    before them that the baselines read; `open_incidents` are those open before the
+    first day replayed.
+    """
+    dates = pd.Series([as_date(value) for value in table["partition_date"]], index=table.index)
+    chosen = sorted(set(dates)) if days is None else sorted(days)
+    window = timedelta(days=history_days(config))
+    incidents = tuple(open_incidents)
+    for day in chosen:
+        today = table[dates == day]
+        history = table[(dates < day) & (dates >= day - window)]
+        outcomes = evaluate_rules(config, today, history, day)
+        changes = advance_incidents(incidents, outcomes)
+        incidents = changes.still_open
+        yield ReplayedDay(day, tuple(outcomes), changes)
