@@ -16,16 +16,22 @@ from seer_metrics.rules import (
     DEFAULT_RULES_RESOURCE,
     CheckOutcome,
     Incident,
+    RulesConfig,
     RulesConfigError,
     advance_incidents,
+    alert_order,
+    benjamini_hochberg,
     default_rules_text,
     evaluate_rules,
     failing,
     load_rules_config,
     parse_rules_config,
     pool_groups,
+    slice_components,
+    slice_matches,
     wilson_interval,
 )
+from seer_metrics.rules.wording import rest_phrase
 from seer_metrics.slices import SLICE_COLUMNS, slice_metrics
 from seer_testing.slice_rows import healthy_slice_row
 
@@ -620,3 +626,176 @@ def test_drops_page_every_failing_day_and_never_open_incidents() -> None:
         ("recall_floor", "env=dev"),
     ]
     assert [i.key for i in changes.opened] == [("recall_floor", "env=dev")]
+
+
+# ---------------------------------------------------------------------------- recall drop
+
+
+def test_recall_drop_fires_with_a_one_sided_p_value() -> None:
+    today = frame(slice_row(DAY, "env=staging", mean_recall=0.8, std_recall=0.2))
+    past = history("env=staging", WEEK, mean_recall=0.95, std_recall=0.2)
+    result = outcome(evaluate_rules(DEFAULT_RULES, today, past), "recall_drop", "env=staging")
+    assert (result.status, result.severity, result.kind) == ("fail", "ERROR", "drop")
+    assert result.delta == pytest.approx(0.15)
+    assert result.p_value < 1e-6
+    small = frame(slice_row(DAY, "env=staging", mean_recall=0.88, std_recall=0.2))
+    passed = outcome(evaluate_rules(DEFAULT_RULES, small, past), "recall_drop", "env=staging")
+    assert passed.status == "pass"
+    assert 0 < passed.p_value < 0.05  # significant, but a drop of 0.07 is below the line
+
+
+# ---------------------------------------------------------------------------- FDR
+
+
+def test_benjamini_hochberg_step_up() -> None:
+    assert benjamini_hochberg([0.01, 0.04, 0.03, 0.5], 0.05) == [True, False, False, False]
+    # 0.03 <= 2 * 0.05 / 3, so both small ones are discoveries (step-up, not step-down)
+    assert benjamini_hochberg([0.01, 0.03, 0.9], 0.05) == [True, True, False]
+    assert benjamini_hochberg([], 0.05) == []
+
+
+def many_tenants_day(borderline_f1: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """40 steady tenants, one with a clear f1 drop and one with a borderline one."""
+    tenants = [f"tenant=t{i:02d}" for i in range(40)]
+    past = frame(
+        *(
+            slice_row(day, label, n=30, mean_f1=0.8, std_f1=0.45)
+            for day in WEEK
+            for label in tenants
+        )
+    )
+    today_rows = [slice_row(DAY, label, n=30, mean_f1=0.8, std_f1=0.45) for label in tenants]
+    today_rows[0] = slice_row(DAY, tenants[0], n=30, mean_f1=0.3, std_f1=0.45)  # clear
+    today_rows[1] = slice_row(DAY, tenants[1], n=30, mean_f1=borderline_f1, std_f1=0.45)
+    return frame(*today_rows), past
+
+
+def test_false_discovery_control_across_slices() -> None:
+    f1_only = parse_rules_config(
+        {
+            "rules": [
+                {
+                    **GOOD_RULE,
+                    "name": "f1_drop",
+                    "kind": "drop",
+                    "statistic": "mean_f1",
+                    "threshold": 0.15,
+                }
+            ]
+        }
+    )
+    per_test = replace(f1_only, false_discovery_rate=None)
+    today, past = many_tenants_day(borderline_f1=0.64)
+    alone = {o.slice: o for o in evaluate_rules(per_test, today, past)}
+    controlled = {o.slice: o for o in evaluate_rules(f1_only, today, past)}
+    # tested alone, the borderline drop (p ~ 0.03) alerts; among 40 slices it does not
+    assert alone["tenant=t01"].status == "fail"
+    assert 0.01 < alone["tenant=t01"].p_value < 0.05
+    assert controlled["tenant=t01"].status == "pass"
+    assert "false-discovery rate of 5%" in controlled["tenant=t01"].message
+    assert "among the day's 40 drop tests" in controlled["tenant=t01"].message
+    # the clear drop survives, and nothing else fails
+    assert [s for s, o in controlled.items() if o.failed] == ["tenant=t00"]
+    assert DEFAULT_RULES.false_discovery_rate == 0.05
+
+
+# ---------------------------------------------------------------------------- intersections
+
+
+PAIR = "env=prod,feature_flag=retrieval-v2"
+
+
+def test_patterns_match_intersection_slices_by_their_components() -> None:
+    assert slice_components(PAIR) == ("env=prod", "feature_flag=retrieval-v2")
+    assert slice_components("tenant=a,b,env=prod") == ("tenant=a,b", "env=prod")
+    assert slice_matches(PAIR, ["env=prod"])
+    assert slice_matches(PAIR, ["feature_flag=retrieval-*"])
+    assert slice_matches(PAIR, ["*"])
+    assert not slice_matches(PAIR, ["env=staging", "tenant=*", "all"])
+    assert not slice_matches("env=production", ["env=prod"])
+
+
+def test_intersections_are_high_priority_inside_prod_and_run_drop_rules_only() -> None:
+    today = frame(
+        slice_row(DAY, "env=prod", share_recall_below_1=0.4),
+        slice_row(DAY, PAIR, share_recall_below_1=0.4),
+        slice_row(DAY, "env=staging,feature_flag=retrieval-v2", mean_recall=0.5),
+    )
+    outcomes = evaluate_rules(DEFAULT_RULES, today)
+    pair_rules = {o.rule for o in outcomes if o.slice == PAIR}
+    assert pair_rules == {"recall_drop", "f1_drop", "ndcg_drop"}
+    assert all(o.high_priority for o in outcomes if o.slice == PAIR)
+    staging = [o for o in outcomes if o.slice.startswith("env=staging")]
+    assert staging and not any(o.high_priority for o in staging)
+    # a service level asked to run on intersections does
+    config = parse_rules_config({"rules": [{**GOOD_RULE, "intersections": True}]})
+    assert {o.slice for o in evaluate_rules(config, today)} == {
+        "env=prod",
+        PAIR,
+        "env=staging,feature_flag=retrieval-v2",
+    }
+
+
+def release_day() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """prod × v2 (140 events) loses 0.37 of f1; the rest of prod and of v2 is unchanged."""
+    sizes = {PAIR: 140, "env=prod": 320, "feature_flag=retrieval-v2": 240, "all": 500}
+    rest = {"env=prod": 180, "feature_flag=retrieval-v2": 100, "all": 360}
+    past = frame(
+        *(
+            slice_row(day, label, n=n, mean_f1=0.8, std_f1=0.2)
+            for day in WEEK
+            for label, n in sizes.items()
+        )
+    )
+    today_means = {PAIR: 0.43}
+    for label, others in rest.items():
+        today_means[label] = (140 * 0.43 + others * 0.8) / sizes[label]
+    today = frame(
+        *(
+            slice_row(DAY, label, n=n, mean_f1=today_means[label], std_f1=0.2)
+            for label, n in sizes.items()
+        )
+    )
+    return today, past
+
+
+def test_alert_leads_with_the_narrowest_slice_that_explains_the_drop() -> None:
+    today, past = release_day()
+    f1_only = RulesConfig(rules=(DEFAULT_RULES.rule("f1_drop"),))
+    outcomes = evaluate_rules(f1_only, today, past)
+    failed = {o.slice for o in outcomes if o.failed}
+    assert failed == {PAIR, "env=prod", "feature_flag=retrieval-v2"}  # all: -0.10, below 0.15
+    items = alert_order(outcomes, today)
+    lead = items[0]
+    assert lead.outcome.slice == PAIR
+    assert lead.explains and lead.explained_by is None
+    rests = {r.parent: r for r in lead.rest_of_parents}
+    assert rests["env=prod"].events == 180
+    assert rests["env=prod"].observed == pytest.approx(0.8)
+    assert rests["env=prod"].baseline == pytest.approx(0.8)
+    assert rests["env=prod"].unchanged
+    assert rests["feature_flag=retrieval-v2"].events == 100
+    assert lead.headline() == (
+        "env=prod × feature_flag=retrieval-v2: f1 −0.37, 140 events; "
+        "the rest of env=prod unchanged (f1 0.00, 180 events); "
+        "the rest of feature_flag=retrieval-v2 unchanged (f1 0.00, 100 events)"
+    )
+    assert {i.outcome.slice: i.explained_by for i in items[1:]} == {
+        "env=prod": PAIR,
+        "feature_flag=retrieval-v2": PAIR,
+    }
+    assert items[1].headline().endswith("(explained by env=prod × feature_flag=retrieval-v2)")
+
+
+def test_a_drop_spread_over_the_parent_is_not_explained_by_the_child() -> None:
+    today, past = release_day()
+    # the rest of prod dropped too: prod's drop is not the pair's alone
+    today.loc[today["slice"] == "env=prod", "mean_f1"] = (140 * 0.43 + 180 * 0.5) / 320
+    f1_only = RulesConfig(rules=(DEFAULT_RULES.rule("f1_drop"),))
+    items = alert_order(evaluate_rules(f1_only, today, past), today)
+    by_slice = {i.outcome.slice: i for i in items}
+    rest = next(r for r in by_slice[PAIR].rest_of_parents if r.parent == "env=prod")
+    assert rest.delta == pytest.approx(0.3)
+    assert not rest.unchanged
+    assert by_slice["env=prod"].explained_by is None
+    assert rest_phrase(rest) == "the rest of env=prod also dropped (f1 −0.30, 180 events)"

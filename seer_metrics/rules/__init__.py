@@ -9,9 +9,18 @@ Modules: `model` (rules, config, outcomes), `config` (the rules file, parsed by 
 the defaults are the packaged `default_rules.yaml`), `scope` (slice patterns),
 `statistics` (pooling, noise, Wilson bounds, false-discovery control), `evaluation`,
 `wording` (every sentence about an outcome), `incidents` (service-level breaches opened,
-carried and closed; what pages).
+carried and closed; what pages), `attribution` (the narrowest slice that explains a
+drop, the rest of its parent: the order of an alert).
 """
 
+from seer_metrics.rules.attribution import (
+    AlertItem,
+    RestOfParent,
+    alert_order,
+    lead_slices,
+    parent_slices,
+    rest_of_parent,
+)
 from seer_metrics.rules.config import (
     DEFAULT_RULES_RESOURCE,
     RULES_FILE_ENV,
@@ -55,7 +64,13 @@ from seer_metrics.rules.statistics import (
     wilson_interval,
     z_value,
 )
-from seer_metrics.rules.wording import format_value, outcome_summary, statistic_label
+from seer_metrics.rules.wording import (
+    alert_headline,
+    format_value,
+    outcome_summary,
+    slice_title,
+    statistic_label,
+)
 
 DEFAULT_RULES: RulesConfig = default_rules()
 
@@ -71,6 +86,7 @@ __all__ = [
     "SEVERITIES",
     "SHARE_STATISTICS",
     "STATISTICS",
+    "AlertItem",
     "Baseline",
     "CheckOutcome",
     "Comparison",
@@ -78,6 +94,7 @@ __all__ = [
     "IncidentChanges",
     "PooledSample",
     "Priority",
+    "RestOfParent",
     "Rule",
     "RuleKind",
     "RulesConfig",
@@ -86,6 +103,8 @@ __all__ = [
     "SliceOverride",
     "Status",
     "advance_incidents",
+    "alert_headline",
+    "alert_order",
     "as_date",
     "benjamini_hochberg",
     "control_false_discoveries",
@@ -96,14 +115,18 @@ __all__ = [
     "failing",
     "format_value",
     "in_scope",
+    "lead_slices",
     "load_rules_config",
     "one_sided_p_value",
     "outcome_summary",
+    "parent_slices",
     "parse_rules_config",
     "pool_groups",
+    "rest_of_parent",
     "rules_file_path",
     "slice_components",
     "slice_matches",
+    "slice_title",
     "statistic_label",
     "wilson_interval",
     "z_value",

@@ -7,8 +7,14 @@ decimals, intersection slices as `env=prod × feature_flag=retrieval-v2`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from seer_metrics.rules.model import SHARE_STATISTICS, STATISTICS, CheckOutcome
 from seer_metrics.rules.scope import slice_components
+
+if TYPE_CHECKING:
+    from seer_metrics.rules.attribution import RestOfParent
 
 MINUS = "\u2212"
 
@@ -37,9 +43,11 @@ def slice_title(label: str) -> str:
     return " × ".join(slice_components(label))
 
 
-def signed(delta: float) -> str:
-    """A change with its sign, a true minus for falls: `−0.330`, `+0.020`."""
-    return f"{MINUS}{-delta:.3f}" if delta < 0 else f"+{delta:.3f}"
+def signed(change: float, digits: int = 2) -> str:
+    """A change with its sign, a true minus for falls: `−0.33`, `+0.02`."""
+    if round(change, digits) == 0:
+        return f"{0:.{digits}f}"
+    return f"{MINUS}{-change:.{digits}f}" if change < 0 else f"+{change:.{digits}f}"
 
 
 def not_enough_data(label: str, sample: int, what: str, minimum: int) -> str:
@@ -186,3 +194,37 @@ def outcome_summary(outcome: CheckOutcome) -> str:
         f"{label} is {observed} over {sample} events; alerts {word} "
         f"{format_value(statistic, outcome.threshold)}"
     )
+
+
+def rest_phrase(rest: RestOfParent) -> str:
+    """`the rest of env=prod unchanged (f1 −0.01, 180 events)`, or how much it moved."""
+    metric = metric_name(rest.statistic)
+    if rest.delta is None:
+        return f"the rest of {slice_title(rest.parent)}: no figures"
+    figures = f"{metric} {signed(-rest.delta)}, {rest.events:,} events"
+    if rest.unchanged:
+        return f"the rest of {slice_title(rest.parent)} unchanged ({figures})"
+    return f"the rest of {slice_title(rest.parent)} also dropped ({figures})"
+
+
+def alert_headline(
+    outcome: CheckOutcome,
+    rests: Sequence[RestOfParent] = (),
+    explained_by: str | None = None,
+) -> str:
+    """One line of an alert, e.g. `env=prod × feature_flag=retrieval-v2: f1 −0.33, 140
+    events; the rest of env=prod unchanged (f1 −0.01, 180 events)`."""
+    title = slice_title(outcome.slice)
+    if outcome.kind == "drop" and outcome.delta is not None:
+        line = (
+            f"{title}: {metric_name(outcome.statistic)} {signed(-outcome.delta)}, "
+            f"{outcome.sample_size:,} events"
+        )
+        unchanged = [rest_phrase(rest) for rest in rests if rest.unchanged]
+        if unchanged:
+            line = f"{line}; {'; '.join(unchanged)}"
+    else:
+        line = f"{title}: {outcome_summary(outcome)}"
+    if explained_by is not None:
+        line = f"{line} (explained by {slice_title(explained_by)})"
+    return line
