@@ -309,6 +309,12 @@ class EvaluatorResource(ConfigurableResource):
     max_retries: int | None = Field(
         default=None, description="Retries on transport errors and 429s."
     )
+    mode: str | None = Field(
+        default=None,
+        description="online (each call as the day is judged) or batch (the Batch API: half "
+        "the price, the day completes when its batches are done); default $SEER_LLM_MODE, "
+        "else online. The lexical evaluator makes no call and always runs online.",
+    )
     # Any: Dagster config has no union of text and mapping; `resolved_prices` validates.
     prices: Any = Field(
         default=None,
@@ -322,6 +328,13 @@ class EvaluatorResource(ConfigurableResource):
         if kind not in ("lexical", "openai"):
             raise ValueError(f"SEER_EVALUATOR / kind must be 'lexical' or 'openai', got {kind!r}")
         return kind
+
+    def resolved_mode(self) -> str:
+        """`online` or `batch`; always `online` for the lexical evaluator."""
+        mode = (self.mode or os.environ.get("SEER_LLM_MODE") or "online").strip().lower()
+        if mode not in ("online", "batch"):
+            raise ValueError(f"SEER_LLM_MODE / mode must be 'online' or 'batch', got {mode!r}")
+        return mode if self.resolved_kind() == "openai" else "online"
 
     def resolved_model(self) -> str | None:
         return self.model or os.environ.get("SEER_EVALUATOR_MODEL") or None

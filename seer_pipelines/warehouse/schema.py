@@ -243,3 +243,35 @@ def incidents_table(schema: str | None = None) -> sa.Table:
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.Index(f"ix_{INCIDENTS_TABLE}_rule_opened", "rule", "opened_on"),
     )
+
+
+# Batch mode of the LLM judge: every batch a day submitted, so any later run or the batch
+# sensor picks it up again instead of paying twice (see docs/llm-evaluator.md).
+BATCHES_TABLE = "seer_batches"
+
+
+@lru_cache(maxsize=16)
+def batches_table(schema: str | None = None) -> sa.Table:
+    """One row per submitted batch: its day, phase, provider status and line counts."""
+    return sa.Table(
+        BATCHES_TABLE,
+        sa.MetaData(schema=schema),
+        sa.Column("batch_id", sa.String(128), primary_key=True),
+        sa.Column("partition_date", sa.Date, nullable=False),
+        sa.Column("phase", sa.String(16), nullable=False, comment="requirements or support"),
+        sa.Column("round", sa.Integer, nullable=False, comment="1 for a resubmission"),
+        sa.Column("state", sa.String(16), nullable=False, comment="the provider's status"),
+        sa.Column("collected", sa.Boolean, nullable=False, comment="answers read into the cache"),
+        sa.Column("input_file_id", sa.String(128)),
+        sa.Column("requests", sa.Integer, nullable=False),
+        sa.Column("completed", sa.Integer, nullable=False, comment="lines answered"),
+        sa.Column("failed", sa.Integer, nullable=False, comment="lines in the error file"),
+        sa.Column("stored", sa.Integer, nullable=False, comment="answers that validated"),
+        sa.Column("reasons", sa.JSON, nullable=False, comment="lines not stored, by reason"),
+        sa.Column("prompt_tokens", sa.Integer, nullable=False),
+        sa.Column("completion_tokens", sa.Integer, nullable=False),
+        sa.Column("cost_usd", sa.Float, nullable=False, comment="at the batch price"),
+        sa.Column("submitted_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Index(f"ix_{BATCHES_TABLE}_day", "partition_date"),
+    )
