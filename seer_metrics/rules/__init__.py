@@ -7,7 +7,8 @@ slice in the rule's scope). The Dagster checks, the Slack message and the docs
 
 Modules: `model` (rules, config, outcomes), `config` (the rules file, parsed by pydantic;
 the defaults are the packaged `default_rules.yaml`), `scope` (slice patterns),
-`statistics` (pooling, noise, Wilson bounds, false-discovery control), `evaluation`,
+`statistics` (pooling, noise, Wilson bounds, false-discovery control), `readings` (a slice
+row read for a rule), `levels` (service levels), `evaluation` (drops, the day's outcomes),
 `wording` (every sentence about an outcome), `incidents` (service-level breaches opened,
 carried and closed; what pages), `attribution` (the narrowest slice that explains a
 drop, the rest of its parent: the order of an alert).

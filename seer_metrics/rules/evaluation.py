@@ -18,22 +18,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
-from datetime import date, timedelta
-from statistics import median
+from datetime import date
 from typing import Any
 
 import pandas as pd
 
 from seer_metrics.rules import wording
-from seer_metrics.rules.model import (
-    SHARE_STATISTICS,
-    STATISTICS,
-    CheckOutcome,
-    Rule,
-    RulesConfig,
-    Severity,
-    as_date,
+from seer_metrics.rules.levels import evaluate_level
+from seer_metrics.rules.model import CheckOutcome, Rule, RulesConfig, as_date
+from seer_metrics.rules.readings import (
+    TOLERANCE,
+    Effective,
+    daily_values,
+    effective,
+    event_count,
+    number_or_none,
 )
 from seer_metrics.rules.scope import in_scope, slice_matches
 from seer_metrics.rules.statistics import (
@@ -41,245 +40,21 @@ from seer_metrics.rules.statistics import (
     benjamini_hochberg,
     one_sided_p_value,
     pool_groups,
-    share_std,
-    wilson_interval,
     z_value,
 )
-
-_TOLERANCE = 1e-12
-
-
-def _float(value: Any) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
-def _count(value: Any) -> int:
-    number = _float(value)
-    return int(number) if number is not None else 0
-
-
-@dataclass(frozen=True)
-class _Effective:
-    """A rule's settings on one slice, after its overrides."""
-
-    threshold: float
-    severity: Severity
-    enabled: bool
-    minimum_sample: int
-
-
-def _effective(rule: Rule, label: str, default_minimum: int) -> _Effective:
-    settings = _Effective(
-        threshold=rule.threshold,
-        severity=rule.severity,
-        enabled=True,
-        minimum_sample=rule.minimum_sample or default_minimum,
-    )
-    for override in rule.overrides:
-        if slice_matches(label, override.slices):
-            settings = replace(
-                settings,
-                threshold=override.threshold
-                if override.threshold is not None
-                else settings.threshold,
-                severity=override.severity or settings.severity,
-                enabled=override.enabled if override.enabled is not None else settings.enabled,
-                minimum_sample=override.minimum_sample or settings.minimum_sample,
-            )
-    return settings
-
-
-@dataclass(frozen=True)
-class _DailyValues:
-    """One slice's trailing days for one statistic: value, spread and count per day."""
-
-    values: list[float]
-    stds: list[float]
-    counts: list[int]
-
-
-def _daily_values(rule: Rule, past: pd.DataFrame | None, day: date) -> _DailyValues:
-    statistic = rule.statistic
-    count_column = STATISTICS[statistic][0]
-    std_column = statistic.replace("mean_", "std_")
-    result = _DailyValues([], [], [])
-    if past is None or past.empty or rule.baseline is None:
-        return result
-    start = day - timedelta(days=rule.baseline.trailing_days)
-    for row in past.to_dict("records"):
-        if not start <= row["_day"] < day:
-            continue
-        value, count = _float(row.get(statistic)), _count(row.get(count_column))
-        if value is None or count == 0:
-            continue
-        result.values.append(value)
-        result.counts.append(count)
-        if statistic in SHARE_STATISTICS:
-            result.stds.append(share_std(value, count))
-        else:
-            result.stds.append(_float(row.get(std_column)) or 0.0)
-    return result
-
-
-def _evaluate_threshold(
-    rule: Rule,
-    row: Mapping[str, Any],
-    settings: _Effective,
-    base: dict[str, Any],
-    past: pd.DataFrame | None,
-) -> CheckOutcome:
-    statistic = rule.statistic
-    observed = _float(row.get(statistic))
-    sample = _count(row.get(STATISTICS[statistic][0]))
-    label = base["slice"]
-    if observed is None or sample < settings.minimum_sample:
-        return CheckOutcome(
-            **base,
-            status="not_enough_data",
-            observed=observed,
-            sample_size=sample,
-            message=wording.not_enough_data(
-                label, sample, wording.statistic_label(statistic), settings.minimum_sample
-            ),
-        )
-    if rule.baseline is not None:
-        return _evaluate_normal_level(rule, settings, base, observed, sample, past)
-    beyond = (
-        observed < settings.threshold
-        if rule.comparison == "below"
-        else observed > settings.threshold
-    )
-    bound_note: tuple[float, float] | None = None
-    inconclusive = False
-    if rule.confidence is not None:
-        if statistic in SHARE_STATISTICS:
-            low, high = wilson_interval(observed, sample, rule.confidence)
-        else:
-            std = _float(row.get(statistic.replace("mean_", "std_"))) or 0.0
-            half = z_value(rule.confidence) * std / math.sqrt(sample)
-            low, high = observed - half, observed + half
-        # towards the breach, and towards health
-        breach, health = (high, low) if rule.comparison == "below" else (low, high)
-        if rule.comparison == "below":
-            clearly_beyond, clearly_within = (
-                breach < settings.threshold,
-                health >= settings.threshold,
-            )
-        else:
-            clearly_beyond, clearly_within = (
-                breach > settings.threshold,
-                health <= settings.threshold,
-            )
-        if beyond:
-            bound_note = (rule.confidence, breach)
-        beyond = clearly_beyond
-        inconclusive = not clearly_beyond and not clearly_within
-    return CheckOutcome(
-        **base,
-        status="fail" if beyond else "pass",
-        observed=observed,
-        sample_size=sample,
-        inconclusive=inconclusive,
-        message=wording.threshold_message(
-            label,
-            statistic,
-            rule.comparison,
-            settings.threshold,
-            observed,
-            sample,
-            beyond,
-            bound_note,
-        ),
-    )
-
-
-def _evaluate_normal_level(
-    rule: Rule,
-    settings: _Effective,
-    base: dict[str, Any],
-    observed: float,
-    sample: int,
-    past: pd.DataFrame | None,
-) -> CheckOutcome:
-    """A share against the slice's normal share: the median of its trailing daily shares.
-
-    The median ignores a regression until it has lasted half the window, so an open
-    incident is not closed by its own days becoming "normal" the day after it opened.
-    """
-    label = base["slice"]
-    statistic = rule.statistic
-    assert rule.baseline is not None
-    baseline_label = f"its normal over {rule.baseline.describe()}"
-    daily = _daily_values(rule, past, base["partition_date"])
-    total = sum(daily.counts)
-    if total < settings.minimum_sample:
-        return CheckOutcome(
-            **base,
-            status="no_baseline",
-            observed=observed,
-            sample_size=sample,
-            baseline_label=baseline_label,
-            baseline_sample_size=total,
-            message=wording.no_baseline(
-                label,
-                wording.statistic_label(statistic),
-                rule.baseline.describe(),
-                total,
-                settings.minimum_sample,
-            ),
-        )
-    normal = median(daily.values)
-    pooled = pool_groups(daily.values, daily.stds, daily.counts)
-    spread = share_std(normal, max(sample, 2)) if statistic in SHARE_STATISTICS else pooled.std
-    standard_error = math.sqrt(spread**2 / sample + spread**2 / total + pooled.between_day_variance)
-    moved = observed - normal if rule.comparison == "above" else normal - observed
-    noise = z_value(rule.confidence) * standard_error if rule.confidence is not None else 0.0
-    failed = moved >= settings.threshold - _TOLERANCE and moved > noise
-    clearly_within = moved + noise < settings.threshold
-    return CheckOutcome(
-        **base,
-        status="fail" if failed else "pass",
-        observed=observed,
-        sample_size=sample,
-        inconclusive=not failed and not clearly_within,
-        baseline=normal,
-        baseline_label=baseline_label,
-        baseline_sample_size=total,
-        delta=moved,
-        noise=noise,
-        p_value=one_sided_p_value(moved, standard_error),
-        message=wording.normal_level_message(
-            label,
-            statistic,
-            rule.comparison,
-            settings.threshold,
-            observed,
-            sample,
-            normal,
-            len(daily.values),
-            noise,
-            failed,
-        ),
-    )
 
 
 def _evaluate_drop(
     rule: Rule,
     row: Mapping[str, Any],
-    settings: _Effective,
+    settings: Effective,
     base: dict[str, Any],
     baseline: PooledSample | None,
     baseline_label: str,
 ) -> CheckOutcome:
     metric = rule.statistic.removeprefix("mean_")
-    observed = _float(row.get(rule.statistic))
-    sample = _count(row.get(f"count_{metric}"))
+    observed = number_or_none(row.get(rule.statistic))
+    sample = event_count(row.get(f"count_{metric}"))
     label = base["slice"]
     what = wording.statistic_label(rule.statistic)
     if observed is None or sample < settings.minimum_sample:
@@ -304,12 +79,12 @@ def _evaluate_drop(
             message=wording.no_baseline(label, what, baseline_label, size, settings.minimum_sample),
         )
     delta = baseline.mean - observed
-    observed_std = _float(row.get(f"std_{metric}")) or 0.0
+    observed_std = number_or_none(row.get(f"std_{metric}")) or 0.0
     standard_error = math.sqrt(
         observed_std**2 / sample + baseline.std**2 / baseline.count + baseline.between_day_variance
     )
     noise = z_value(rule.confidence) * standard_error if rule.confidence is not None else 0.0
-    failed = delta >= settings.threshold - _TOLERANCE and delta > noise
+    failed = delta >= settings.threshold - TOLERANCE and delta > noise
     return CheckOutcome(
         **base,
         status="fail" if failed else "pass",
@@ -350,12 +125,15 @@ def _drop_baseline(
         other = today_rows.get(rule.baseline.slice)
         if other is None:
             return None, description
-        mean, count = _float(other.get(f"mean_{metric}")), _count(other.get(f"count_{metric}"))
+        mean, count = (
+            number_or_none(other.get(f"mean_{metric}")),
+            event_count(other.get(f"count_{metric}")),
+        )
         if mean is None or count == 0:
             return None, description
-        std = _float(other.get(f"std_{metric}")) or 0.0
+        std = number_or_none(other.get(f"std_{metric}")) or 0.0
         return pool_groups([mean], [std], [count]), description
-    daily = _daily_values(rule, past, day)
+    daily = daily_values(rule, past, day)
     if not daily.counts:
         return None, description
     return pool_groups(daily.values, daily.stds, daily.counts), description
@@ -424,7 +202,7 @@ def evaluate_rules(
             high = slice_matches(label, config.high_priority_slices)
             if not in_scope(rule, label, high):
                 continue
-            settings = _effective(rule, label, config.minimum_sample)
+            settings = effective(rule, label, config.minimum_sample)
             if not settings.enabled:
                 continue
             base: dict[str, Any] = {
@@ -439,7 +217,7 @@ def evaluate_rules(
             }
             past = past_by_slice.get(label)
             if rule.kind == "threshold":
-                outcomes.append(_evaluate_threshold(rule, row, settings, base, past))
+                outcomes.append(evaluate_level(rule, row, settings, base, past))
             else:
                 baseline, description = _drop_baseline(rule, today_rows, past, day or date.min)
                 outcomes.append(_evaluate_drop(rule, row, settings, base, baseline, description))

@@ -1,0 +1,169 @@
+"""Service levels: a slice statistic against a fixed line, or against its normal level."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from statistics import median
+from typing import Any
+
+import pandas as pd
+
+from seer_metrics.rules import wording
+from seer_metrics.rules.model import SHARE_STATISTICS, STATISTICS, CheckOutcome, Rule
+from seer_metrics.rules.readings import (
+    TOLERANCE,
+    Effective,
+    daily_values,
+    event_count,
+    number_or_none,
+)
+from seer_metrics.rules.statistics import (
+    one_sided_p_value,
+    pool_groups,
+    share_std,
+    wilson_interval,
+    z_value,
+)
+
+
+def evaluate_level(
+    rule: Rule,
+    row: Mapping[str, Any],
+    settings: Effective,
+    base: dict[str, Any],
+    past: pd.DataFrame | None,
+) -> CheckOutcome:
+    statistic = rule.statistic
+    observed = number_or_none(row.get(statistic))
+    sample = event_count(row.get(STATISTICS[statistic][0]))
+    label = base["slice"]
+    if observed is None or sample < settings.minimum_sample:
+        return CheckOutcome(
+            **base,
+            status="not_enough_data",
+            observed=observed,
+            sample_size=sample,
+            message=wording.not_enough_data(
+                label, sample, wording.statistic_label(statistic), settings.minimum_sample
+            ),
+        )
+    if rule.baseline is not None:
+        return _evaluate_normal_level(rule, settings, base, observed, sample, past)
+    beyond = (
+        observed < settings.threshold
+        if rule.comparison == "below"
+        else observed > settings.threshold
+    )
+    bound_note: tuple[float, float] | None = None
+    inconclusive = False
+    if rule.confidence is not None:
+        if statistic in SHARE_STATISTICS:
+            low, high = wilson_interval(observed, sample, rule.confidence)
+        else:
+            std = number_or_none(row.get(statistic.replace("mean_", "std_"))) or 0.0
+            half = z_value(rule.confidence) * std / math.sqrt(sample)
+            low, high = observed - half, observed + half
+        # towards the breach, and towards health
+        breach, health = (high, low) if rule.comparison == "below" else (low, high)
+        if rule.comparison == "below":
+            clearly_beyond, clearly_within = (
+                breach < settings.threshold,
+                health >= settings.threshold,
+            )
+        else:
+            clearly_beyond, clearly_within = (
+                breach > settings.threshold,
+                health <= settings.threshold,
+            )
+        if beyond:
+            bound_note = (rule.confidence, breach)
+        beyond = clearly_beyond
+        inconclusive = not clearly_beyond and not clearly_within
+    return CheckOutcome(
+        **base,
+        status="fail" if beyond else "pass",
+        observed=observed,
+        sample_size=sample,
+        inconclusive=inconclusive,
+        message=wording.threshold_message(
+            label,
+            statistic,
+            rule.comparison,
+            settings.threshold,
+            observed,
+            sample,
+            beyond,
+            bound_note,
+        ),
+    )
+
+
+def _evaluate_normal_level(
+    rule: Rule,
+    settings: Effective,
+    base: dict[str, Any],
+    observed: float,
+    sample: int,
+    past: pd.DataFrame | None,
+) -> CheckOutcome:
+    """A share against the slice's normal share: the median of its trailing daily shares.
+
+    The median ignores a regression until it has lasted half the window, so an open
+    incident is not closed by its own days becoming "normal" the day after it opened.
+    """
+    label = base["slice"]
+    statistic = rule.statistic
+    assert rule.baseline is not None
+    baseline_label = f"its normal over {rule.baseline.describe()}"
+    daily = daily_values(rule, past, base["partition_date"])
+    total = sum(daily.counts)
+    if total < settings.minimum_sample:
+        return CheckOutcome(
+            **base,
+            status="no_baseline",
+            observed=observed,
+            sample_size=sample,
+            baseline_label=baseline_label,
+            baseline_sample_size=total,
+            message=wording.no_baseline(
+                label,
+                wording.statistic_label(statistic),
+                rule.baseline.describe(),
+                total,
+                settings.minimum_sample,
+            ),
+        )
+    normal = median(daily.values)
+    pooled = pool_groups(daily.values, daily.stds, daily.counts)
+    spread = share_std(normal, max(sample, 2)) if statistic in SHARE_STATISTICS else pooled.std
+    standard_error = math.sqrt(spread**2 / sample + spread**2 / total + pooled.between_day_variance)
+    moved = observed - normal if rule.comparison == "above" else normal - observed
+    noise = z_value(rule.confidence) * standard_error if rule.confidence is not None else 0.0
+    failed = moved >= settings.threshold - TOLERANCE and moved > noise
+    clearly_within = moved + noise < settings.threshold
+    return CheckOutcome(
+        **base,
+        status="fail" if failed else "pass",
+        observed=observed,
+        sample_size=sample,
+        inconclusive=not failed and not clearly_within,
+        baseline=normal,
+        baseline_label=baseline_label,
+        baseline_sample_size=total,
+        delta=moved,
+        noise=noise,
+        p_value=one_sided_p_value(moved, standard_error),
+        message=wording.normal_level_message(
+            label,
+            statistic,
+            rule.comparison,
+            settings.threshold,
+            observed,
+            sample,
+            normal,
+            len(daily.values),
+            noise,
+            failed,
+        ),
+    )
