@@ -2,8 +2,10 @@
 
 - `seer_pending_alerts_sensor` delivers outbox rows left `pending` (Slack down, rate
   limited, bad token) every few minutes, honouring Slack's Retry-After.
-- `seer_run_failure_sensor` posts crashed runs. A failed check does not fail a run (it is
-  alerted by the checks themselves, see `checks.py`); this one is for runs that crash.
+- `seer_run_failure_sensor` posts crashed runs with the failing step's error (class and
+  message, secrets redacted). A failed check does not fail a run (it is alerted by the
+  checks themselves, see `checks.py`); this one is for runs that crash. The failures of a
+  backfill are held while it runs and go out as ONE message listing the days.
 - `seer_freshness_sensor` alerts when yesterday's `slice_metrics` partition has not
   materialized by the deadline ($SEER_FRESHNESS_DEADLINE, HH:MM UTC, default 06:00).
 
@@ -13,6 +15,7 @@ if the warehouse itself is unreachable, a crashed run is posted directly.
 
 import os
 import re
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 
 from dagster import (
@@ -26,6 +29,7 @@ from dagster import (
     sensor,
 )
 
+from seer_metrics.redaction import redact_secrets, shorten
 from seer_pipelines.alerts import (
     KIND_FRESHNESS,
     KIND_RUN_FAILURE,
@@ -84,8 +88,52 @@ def seer_pending_alerts_sensor(
 ) -> SkipReason:
     dispatcher = dispatcher_for(warehouse, slack)
     dispatcher.log = context.log
+    dispatcher.hold_run_failures = backfill_hold(context.instance)
     results = dispatcher.deliver_due()
     return SkipReason(_summary(results))
+
+
+# Backfill states in which more runs may still fail (Dagster's BulkActionStatus values).
+BACKFILL_IN_PROGRESS = frozenset({"REQUESTED", "CANCELING", "FAILING"})
+# Runs tagged with a backfill the instance has no record of (`dagster job backfill` from
+# the command line): their failures wait until none came for this long.
+BACKFILL_QUIET_PERIOD = timedelta(minutes=10)
+BACKFILL_TAG = "dagster/backfill"
+
+
+def backfill_hold(instance, now: datetime | None = None) -> Callable[[Sequence[Alert]], bool]:
+    """Hold the failures of a backfill while it runs, so they go out as one message."""
+
+    def hold(group: Sequence[Alert]) -> bool:
+        backfill_id = group[0].payload.get("backfill")
+        if not backfill_id:
+            return False
+        backfill = instance.get_backfill(backfill_id)
+        if backfill is not None:
+            return backfill.status.value in BACKFILL_IN_PROGRESS
+        newest = max((a.created_at for a in group if a.created_at), default=None)
+        current = now or datetime.now(tz=UTC)
+        return newest is not None and current - newest < BACKFILL_QUIET_PERIOD
+
+    return hold
+
+
+def failure_cause(context: RunFailureSensorContext) -> str:
+    """The failing steps' errors (innermost cause: class and message), secrets redacted,
+    cut to a readable length; the run's own error when no step failed."""
+    causes = []
+    for event in context.get_step_failure_events():
+        error = event.step_failure_data.error
+        while error is not None and error.cause is not None:
+            error = error.cause
+        if error is not None:
+            causes.append(f"{event.step_key}: {error.message.strip()}")
+    if not causes:
+        error = getattr(context.failure_event.event_specific_data, "error", None)
+        causes.append(
+            error.message.strip() if error else context.failure_event.message or "run failed"
+        )
+    return shorten(redact_secrets("\n".join(causes)), 1000, one_line=False)
 
 
 def _failure_partition(context: RunFailureSensorContext) -> date:
@@ -116,11 +164,13 @@ def seer_run_failure_sensor(
         "job": run.job_name,
         "run_id": run.run_id,
         "partition": run.tags.get("dagster/partition"),
-        "error": context.failure_event.message or "run failed",
+        "backfill": run.tags.get(BACKFILL_TAG),
+        "error": failure_cause(context),
     }
     try:
         dispatcher = dispatcher_for(warehouse, slack)
         dispatcher.log = context.log
+        dispatcher.hold_run_failures = backfill_hold(context.instance)
         dispatcher.outbox.record(
             partition,
             KIND_RUN_FAILURE,

@@ -31,6 +31,8 @@ from seer_pipelines.checks import dispatcher_for
 from seer_pipelines.partitions import daily_partitions
 from seer_pipelines.resources import WarehouseResource
 from seer_pipelines.sensors import (
+    BACKFILL_QUIET_PERIOD,
+    backfill_hold,
     evaluate_freshness,
     expected_partition,
     freshness_deadline,
@@ -75,7 +77,9 @@ def test_pending_alerts_sensor_delivers_after_slack_recovers(warehouse) -> None:
         resources = {"warehouse": warehouse, "slack": slack_for(fake)}
 
         def evaluate() -> SkipReason:
-            with build_sensor_context(resources=resources) as context:
+            with build_sensor_context(
+                resources=resources, instance=DagsterInstance.ephemeral()
+            ) as context:
                 return seer_pending_alerts_sensor(context)
 
         fake.start_outage("server_error")
@@ -93,7 +97,9 @@ def test_pending_alerts_sensor_delivers_after_slack_recovers(warehouse) -> None:
 def test_run_failure_sensor_posts_the_crashed_run(warehouse) -> None:
     @asset(partitions_def=daily_partitions)
     def exploding() -> None:
-        raise RuntimeError("warehouse said <!channel> no")
+        raise RuntimeError(
+            "warehouse said <!channel> no to postgresql://seer:hunter2@db.example/seer"
+        )
 
     job = define_asset_job("exploding_job", selection=[exploding])
     defs = DagsterDefinitions(assets=[exploding], jobs=[job])
@@ -115,11 +121,59 @@ def test_run_failure_sensor_posts_the_crashed_run(warehouse) -> None:
         assert len(fake.messages) == 1
         text = fake.messages[0]["blocks"][1]["text"]["text"]
     run_id = result.dagster_run.run_id
-    assert "Job `exploding_job`, partition *2026-11-29*" in text
+    assert "Job `exploding_job` failed on 1 day(s): 2026-11-29" in text
     assert f"<https://d.example/runs/{run_id}|run {run_id[:8]}>" in text
+    # the failing step's error, class and message, with the password redacted
+    assert "```exploding: RuntimeError: warehouse said &lt;!channel&gt; no to " in text
+    assert "postgresql://seer:***@db.example/seer" in text
+    assert "hunter2" not in str(fake.messages[0])
     assert "<!channel>" not in str(fake.messages[0])
     [row] = AlertOutbox(warehouse.get_engine()).rows(DAY, KIND_RUN_FAILURE)
     assert row.state == SENT
+
+
+def test_a_failed_backfill_is_one_message_listing_its_days(warehouse) -> None:
+    @asset(partitions_def=daily_partitions)
+    def exploding() -> None:
+        raise ValueError("Partition key range start is before the partitions start")
+
+    job = define_asset_job("exploding_job", selection=[exploding])
+    defs = DagsterDefinitions(assets=[exploding], jobs=[job])
+    instance = DagsterInstance.ephemeral()
+    days = [DAY - timedelta(days=i) for i in range(3, 0, -1)]
+    with FakeSlack() as fake:
+        resources = {"warehouse": warehouse, "slack": slack_for(fake)}
+        for day in days:  # a command-line backfill: runs tagged, no backfill record
+            result = defs.resolve_job_def("exploding_job").execute_in_process(
+                instance=instance,
+                partition_key=day.isoformat(),
+                raise_on_error=False,
+                tags={"dagster/backfill": "bkfl1"},
+            )
+            with build_run_status_sensor_context(
+                sensor_name="seer_run_failure_sensor",
+                dagster_instance=instance,
+                dagster_run=result.dagster_run,
+                dagster_event=result.get_run_failure_event(),
+                resources=resources,
+            ).for_run_failure() as context:
+                seer_run_failure_sensor(context)
+        assert fake.messages == []  # held while failures keep coming
+        dispatcher = dispatcher_for(warehouse, slack_for(fake))
+        dispatcher.hold_run_failures = backfill_hold(instance, datetime.now(tz=UTC))
+        dispatcher.deliver_due()
+        assert fake.messages == []
+        later = datetime.now(tz=UTC) + BACKFILL_QUIET_PERIOD + timedelta(seconds=1)
+        dispatcher.hold_run_failures = backfill_hold(instance, later)
+        dispatcher.deliver_due()
+        dispatcher.deliver_due()
+        [message] = fake.messages
+    assert message["text"] == "Seer: 3 run(s) failed in backfill bkfl1 of exploding_job"
+    text = message["blocks"][1]["text"]["text"]
+    assert "failed on 3 day(s): 2026-11-26, 2026-11-27, 2026-11-28" in text
+    assert "exploding: ValueError: Partition key range start is before" in text
+    rows = AlertOutbox(warehouse.get_engine()).rows(kind=KIND_RUN_FAILURE)
+    assert [r.state for r in rows] == [SENT] * 3
 
 
 def test_run_failure_sensor_posts_directly_when_the_warehouse_is_down() -> None:

@@ -68,6 +68,9 @@ class AlertDispatcher:
     examples: ExamplesProvider | None = None
     log: logging.Logger | Any = field(default_factory=lambda: logger)
     incidents: IncidentStore | None = None
+    # Whether a group of run failures (same backfill, or one run) must wait: a backfill
+    # that is still running may fail more days, and its failures go out as ONE message.
+    hold_run_failures: Callable[[Sequence[Alert]], bool] | None = None
 
     def alert_on_day(
         self, partition_date: date, outcomes: Sequence[CheckOutcome], run_id: str | None
@@ -119,6 +122,8 @@ class AlertDispatcher:
     def deliver(self, partition_date: date, kind: str) -> DeliveryResult:
         if kind == KIND_RECOVERED:
             return self.deliver_recoveries(partition_date)
+        if kind == KIND_RUN_FAILURE:
+            return self.deliver_run_failures(partition_date)
         message, alerts = self.message_for(partition_date, kind)
         if not any(a.state == PENDING for a in alerts):
             return DeliveryResult(partition_date, kind, delivered=True, alerts=0)
@@ -133,6 +138,35 @@ class AlertDispatcher:
             return DeliveryResult(partition_date, kind, False, len(alerts), error=str(error))
         self.outbox.mark_sent(alerts, receipt.destination, receipt.slack_ts)
         return DeliveryResult(partition_date, kind, True, len(alerts), receipt.destination)
+
+    def deliver_run_failures(self, partition_date: date) -> DeliveryResult:
+        """Every pending run failure (all days), one message per backfill (or lone run)."""
+        pending = self.outbox.rows(kind=KIND_RUN_FAILURE, states=(PENDING,))
+        groups: dict[str, list[Alert]] = {}
+        for row in pending:
+            groups.setdefault(str(row.payload.get("backfill") or row.slice), []).append(row)
+        delivered, errors, destination = 0, [], None
+        for group in groups.values():
+            if self.hold_run_failures is not None and self.hold_run_failures(group):
+                continue
+            message = build_run_failure_message(group, self.slack.resolved_dagster_url())
+            try:
+                receipt = self.slack.send(message, self.log)
+            except AlertDeliveryError as error:
+                self.outbox.mark_failed(group, str(error), error.retry_after_seconds)
+                errors.append(str(error))
+                continue
+            self.outbox.mark_sent(group, receipt.destination, receipt.slack_ts)
+            delivered += len(group)
+            destination = receipt.destination
+        return DeliveryResult(
+            partition_date,
+            KIND_RUN_FAILURE,
+            delivered=not errors,
+            alerts=delivered,
+            destination=destination,
+            error="; ".join(errors) or None,
+        )
 
     def deliver_recoveries(self, partition_date: date) -> DeliveryResult:
         """Each pending `recovered` row as a reply in the thread of the alert it closes."""

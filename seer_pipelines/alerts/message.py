@@ -204,25 +204,32 @@ def build_recovered_message(alert: Alert) -> SlackMessage:
 def build_run_failure_message(
     alerts: Sequence[Alert], dagster_url: str = DEFAULT_DAGSTER_URL
 ) -> SlackMessage:
-    """Crashed runs: job, partition, error, link."""
-    blocks: list[dict[str, Any]] = [header("Seer: run failed")]
+    """Crashed runs, one section per (job, error): the days they covered, the failing
+    step's error (already redacted and cut), links to a few of the runs. A failed backfill
+    is therefore one message listing its days, not one post per run."""
+    groups: dict[tuple[str, str], list[Alert]] = {}
     for alert in alerts:
-        payload = alert.payload
-        run_id = str(payload.get("run_id", alert.slice))
-        partition = payload.get("partition")
-        on_partition = f", partition *{escape_mrkdwn(partition)}*" if partition else ""
-        error = escape_mrkdwn(
-            shorten(str(payload.get("error") or "no error message"), 1500, one_line=False)
-        )
+        key = (str(alert.payload.get("job", "?")), str(alert.payload.get("error") or ""))
+        groups.setdefault(key, []).append(alert)
+    backfills = sorted({str(a.payload["backfill"]) for a in alerts if a.payload.get("backfill")})
+    title = f"Seer: {len(alerts)} run(s) failed"
+    if backfills:
+        title += f" in backfill {', '.join(backfills)}"
+    blocks: list[dict[str, Any]] = [header(title)]
+    for (job, error), group in groups.items():
+        days = sorted({str(a.payload["partition"]) for a in group if a.payload.get("partition")})
+        on_days = f" on {len(days)} day(s): {escape_mrkdwn(', '.join(days))}" if days else ""
+        runs = [str(a.payload.get("run_id", a.slice)) for a in group]
+        links = ", ".join(slack_link(run_url(dagster_url, r), f"run {r[:8]}") for r in runs[:5])
+        more = f" and {len(runs) - 5} more" if len(runs) > 5 else ""
+        cause = escape_mrkdwn(shorten(error or "no error message", 1500, one_line=False))
         blocks.append(
             section(
-                f":x: Job `{escape_mrkdwn(payload.get('job', '?'))}`{on_partition}: "
-                f"{slack_link(run_url(dagster_url, run_id), f'run {run_id[:8]}')} failed.\n"
-                f"```{error}```"
+                f":x: Job `{escape_mrkdwn(job)}` failed{on_days} ({links}{more}).\n```{cause}```"
             )
         )
-    jobs = ", ".join(sorted({str(a.payload.get("job", "?")) for a in alerts}))
-    text = escape_mrkdwn(f"Seer: {len(alerts)} failed run(s) of {jobs}")
+    jobs = ", ".join(sorted({job for job, _ in groups}))
+    text = escape_mrkdwn(f"{title} of {jobs}")
     return SlackMessage(text=text, blocks=blocks)
 
 

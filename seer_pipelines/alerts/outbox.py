@@ -66,6 +66,7 @@ class Alert:
     delivered_to: str | None = None
     slack_ts: str | None = None
     sent_at: datetime | None = None
+    created_at: datetime | None = None
 
 
 def outcome_fingerprint(outcome: CheckOutcome | Mapping[str, Any]) -> str:
@@ -126,6 +127,7 @@ class AlertOutbox:
             delivered_to=values["delivered_to"],
             slack_ts=values["slack_ts"],
             sent_at=as_utc(values["sent_at"]),
+            created_at=as_utc(values["created_at"]),
         )
 
     def record(
