@@ -130,6 +130,8 @@ def judged_row(
         "metadata": dict(event.metadata),
         "cache_hit": bool(outcome.cache_hit),
         "model_calls": int(outcome.model_calls),
+        # Not a table column: summed into run figures (a refused connection costs nothing).
+        "unsent_requests": int(outcome.unsent_requests),
         "prompt_tokens": int(outcome.usage.prompt_tokens),
         "completion_tokens": int(outcome.usage.completion_tokens),
         "cost_usd": float(outcome.usage.cost_usd),

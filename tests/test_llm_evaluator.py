@@ -672,3 +672,21 @@ def test_a_batch_still_running_has_already_committed_its_finished_judgments(
     asyncio.run(judge_and_watch())
     assert store.count()["seer_judgment_cache"] == len(events)
     assert any(0 < count < len(events) for count in seen_while_running)
+
+
+def test_seer_evaluate_counts_refused_connections_apart_from_model_calls(
+    monkeypatch, tmp_path: Path, capsys
+) -> None:
+    with FakeJudgeServer() as gone:
+        base_url = gone.base_url
+    monkeypatch.setenv("OPENAI_API_KEY", "env-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("SEER_LLM_MAX_RETRIES", "0")
+    events_file = tmp_path / "events.jsonl"
+    rows = [{"event_id": f"e{i}", "task": QUERY, "context": CONTEXT} for i in range(3)]
+    events_file.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert seer_evaluate([str(events_file), "--evaluator", "openai"]) == 0
+    out = capsys.readouterr().out
+    assert "errors: 3" in out and "model calls: 0" in out
+    # One phase-1 attempt for the shared query; its failure is every event's error.
+    assert "connections that failed before sending (not model calls): 1" in out

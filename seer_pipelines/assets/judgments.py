@@ -266,9 +266,10 @@ def event_judgments(
 ) -> MaterializeResult:
     day = partition_day(context.partition_key)
     judge = caching_evaluator(warehouse, evaluator)
+    judge_at = f" at {judge.endpoint}" if judge.endpoint else ""
     context.log.info(
         f"judging {day} from {warehouse.describe()} table {warehouse.resolved_events_table()} "
-        f"with {judge.name} ({judge.model}), chunks of {warehouse.chunk_size}"
+        f"with {judge.name} ({judge.model}{judge_at}), chunks of {warehouse.chunk_size}"
     )
 
     def progress(summary: JudgingSummary) -> None:

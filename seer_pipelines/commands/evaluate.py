@@ -97,6 +97,7 @@ def build_command_evaluator(args: argparse.Namespace) -> Evaluator:
 class ScoreSummary:
     totals: ScoreTotals = field(default_factory=ScoreTotals)
     problems: list[str] = field(default_factory=list)  # the first few, for the console
+    unsent_requests: int = 0  # connections that failed before a request went out
 
     def add(self, row: dict[str, Any]) -> None:
         self.totals.add(row)
@@ -121,6 +122,10 @@ class ScoreSummary:
             f"(prompt {totals.prompt_tokens}, completion {totals.completion_tokens})  "
             f"estimated cost: ${totals.cost_usd:.4f}",
         ]
+        if self.unsent_requests:
+            lines.append(
+                f"connections that failed before sending (not model calls): {self.unsent_requests}"
+            )
         return "\n".join(lines)
 
 
@@ -173,6 +178,7 @@ async def score_file(
         judgment_rows = [
             next(judged) if isinstance(item, RetrievalEvent) else item for item in pending
         ]
+        summary.unsent_requests += sum(row.get("unsent_requests", 0) for row in judgment_rows)
         metric_rows = event_metric_rows(judgment_rows)
         for line, metric_row in zip(pending_lines, metric_rows, strict=True):
             row = score_line_row(line, metric_row)
