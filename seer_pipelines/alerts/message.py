@@ -172,8 +172,9 @@ def build_check_message(
         blocks.append(context(still_open_line(carried)))
     blocks.append(
         context(
-            "Rules from seer_rules.yaml ($SEER_RULES_FILE). Re-running this partition posts "
-            "again only if the outcome changes; a passing check replies in this thread."
+            "Rules from $SEER_RULES_FILE, else the packaged defaults. Re-running this "
+            "partition posts again only if the outcome changes; a passing check replies in "
+            "this thread."
         )
     )
     summary = "; ".join(
