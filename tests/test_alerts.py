@@ -403,6 +403,15 @@ def test_top_missing_requirements_per_slice() -> None:
         "all": [("Nationality", 2), ("Year", 2)],
     }
     assert top_missing_requirements(chunks, ["all"], limit=1) == {"all": [("Nationality", 2)]}
+    chunks[0]["metadata"] = [
+        {"feature_flag": "v2", "env": "prod"},
+        {"feature_flag": "v2", "env": "dev"},
+        {"feature_flag": "v1", "env": "prod"},
+        {},
+    ]
+    assert top_missing_requirements(chunks, ["env=prod,feature_flag=v2"]) == {
+        "env=prod,feature_flag=v2": [("Nationality", 1), ("Year", 1)]
+    }
 
 
 # ---------------------------------------------------------------------------- postgres

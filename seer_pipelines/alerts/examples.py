@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from seer_metrics.rules import slice_components
 from seer_metrics.slices import ALL_SLICE, metadata_value
 
 EXAMPLES_PER_SLICE = 3
@@ -35,11 +36,15 @@ def top_missing_requirements(
     """For each slice label, the `limit` most frequent missing requirement texts.
 
     `event_frames` are chunks of `seer_event_metrics` rows (`status`, `missing_requirements`,
-    `metadata`); a requirement counts once per event.
+    `metadata`); a requirement counts once per event. An intersection slice
+    (`env=prod,feature_flag=retrieval-v2`) counts the events matching all its keys.
     """
     wanted = sorted(set(slices))
     counters: dict[str, Counter[str]] = {label: Counter() for label in wanted}
-    keyed = [(label, *label.partition("=")[::2]) for label in wanted]
+    keyed = [
+        (label, [component.partition("=")[::2] for component in slice_components(label)])
+        for label in wanted
+    ]
     for chunk in event_frames:
         if chunk.empty:
             continue
@@ -48,8 +53,10 @@ def top_missing_requirements(
             texts = set(_as_list(missing))
             if not texts:
                 continue
-            for label, key, value in keyed:
-                if label == ALL_SLICE or metadata_value(metadata, key) == value:
+            for label, components in keyed:
+                if label == ALL_SLICE or all(
+                    metadata_value(metadata, key) == value for key, value in components
+                ):
                     counters[label].update(texts)
     return {
         label: sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:limit]
