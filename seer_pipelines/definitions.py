@@ -12,6 +12,7 @@ from dagster import (
     define_asset_job,
 )
 
+from seer_pipelines.accounting import rows_accounted_for
 from seer_pipelines.alerts import SlackAlertResource
 from seer_pipelines.assets.events import retrieval_events
 from seer_pipelines.assets.judgments import event_judgments
@@ -60,7 +61,7 @@ seer_daily_schedule = build_schedule_from_partitioned_job(
 
 # Asset checks, sensors and the Slack resource of the alerting side are added here.
 # One check per rule of seer_rules.yaml ($SEER_RULES_FILE); see docs/alerts.md.
-ASSET_CHECKS: list = [build_slice_checks()]
+ASSET_CHECKS: list = [build_slice_checks(), rows_accounted_for]
 SENSORS: list = [*ALERT_SENSORS]
 
 defs = Definitions(

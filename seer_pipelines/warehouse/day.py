@@ -7,6 +7,7 @@ that `belongs_to_day` narrows in Python.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -24,21 +25,39 @@ def day_bounds(day: date) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-def belongs_to_day(raw_event_ts: Any, day: date) -> bool:
-    """Whether a source row with this `event_ts` is part of `day`'s partition.
+_DATE_PREFIX = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
-    A timestamp belongs to the UTC day it falls on once parsed (`parse_timestamp`: naive
-    values are UTC, offsets are applied). A value that does not parse belongs to the day
-    its text starts with (`2026-11-29 junk` -> 2026-11-29), where it is stored as invalid.
+
+def date_prefix(text: str) -> date | None:
+    """The real date `text` starts with (`2026-11-29 junk` -> 2026-11-29), else None:
+    `2026-11-31`, `2026-13-28` and `0000-01-01` are shaped like dates but are none."""
+    if not _DATE_PREFIX.match(text):
+        return None
+    try:
+        return date.fromisoformat(text[:10])
+    except ValueError:
+        return None
+
+
+def day_of(raw_event_ts: Any) -> date | None:
+    """The UTC day a source row with this `event_ts` is on, or None: the row is unplaced.
+
+    A timestamp is on the UTC day it falls on once parsed (`parse_timestamp`: naive
+    values are UTC, offsets are applied). A value that does not parse is on the real date
+    its text starts with (`2026-11-29 junk` -> 2026-11-29), where it is stored as
+    invalid. Anything else is on no day: NULL, empty text, `yesterday`, `2026-11-31T...`,
+    an epoch beyond year 9999. Every source row is on exactly one day or on none.
     """
     try:
         parsed = parse_timestamp(raw_event_ts)
     except InvalidEventError:
-        return str(raw_event_ts).strip()[:10] == day.isoformat()
-    if parsed is None:
-        return False
-    start, end = day_bounds(day)
-    return start <= parsed < end
+        return date_prefix(str(raw_event_ts).strip())
+    return None if parsed is None else parsed.date()
+
+
+def belongs_to_day(raw_event_ts: Any, day: date) -> bool:
+    """Whether a source row with this `event_ts` is part of `day`'s partition."""
+    return day_of(raw_event_ts) == day
 
 
 # Text timestamps that start with a date; any other text (compact ISO, leading spaces,
@@ -68,15 +87,8 @@ def not_date_prefixed(ts: sa.ColumnElement[Any], dialect: sa.Dialect) -> sa.Colu
 
 
 def is_unplaced(raw_event_ts: Any) -> bool:
-    """Whether an event_ts is on no day at all: it does not parse and its text does not
-    start with a date (NULL is not counted: it is no timestamp)."""
-    if raw_event_ts is None:
-        return False
-    try:
-        parse_timestamp(epoch_text_value(raw_event_ts))
-    except InvalidEventError:
-        return re.match(r"^\d{4}-\d{2}-\d{2}", str(raw_event_ts).strip()) is None
-    return False
+    """Whether a source row with this `event_ts` is on no day (NULL included)."""
+    return day_of(epoch_text_value(raw_event_ts)) is None
 
 
 @dataclass(frozen=True)
@@ -162,6 +174,21 @@ def _typed_value(processor: Callable[[Any], Any] | None) -> Callable[[Any], Any]
     return convert
 
 
+def canonical_event_id(raw: Any) -> str | None:
+    """An id as text: a JSON (or other) value that is not a string becomes its canonical
+    JSON text (`1.5` -> `1.5`, `{"a": 1}` -> `{"a":1}`, `true` -> `true`), so distinct
+    ids stay distinct; NULL stays None (the row's id is then derived from its content)."""
+    if raw is None or isinstance(raw, str):
+        return raw
+    if isinstance(raw, bytes | bytearray | memoryview):
+        return bytes(raw).decode("utf-8", errors="replace")
+    if isinstance(raw, bool | int | float | dict | list | tuple):
+        return json.dumps(
+            raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+        )
+    return str(raw)  # Decimal, UUID, datetime: their own text
+
+
 def read_day(
     engine: sa.Engine,
     table: sa.Table,
@@ -194,6 +221,8 @@ def read_day(
             chunk = []
             for row in rows:
                 record = dict(row._mapping)
+                if "event_id" in record:
+                    record["event_id"] = canonical_event_id(record["event_id"])
                 record["event_ts"] = epoch_text_value(record["event_ts"])
                 if not belongs_to_day(record["event_ts"], day):
                     continue
@@ -204,19 +233,55 @@ def read_day(
                 yield chunk
 
 
+# Epoch seconds `parse_timestamp` can place: years 1 to 9999.
+_FIRST_EPOCH = datetime(1, 1, 1, tzinfo=UTC).timestamp()
+_END_EPOCH = _FIRST_EPOCH + (date(9999, 12, 31).toordinal()) * 86400.0
+
+
 def count_unplaced(engine: sa.Engine, table: sa.Table, column: str, chunk_size: int) -> int:
-    """Source rows on no day: their event_ts text neither parses nor starts with a
-    date (`yesterday`). Only rows not starting with a date are read, the rows every
-    day's read scans anyway; 0 for timestamp and numeric columns outside SQLite."""
+    """Source rows on no day (see `day_of`), over the whole table.
+
+    Only the rows no day's read can place are looked at: NULL; outside SQLite, timestamp
+    and date values out of Python's range (`infinity`) and epochs outside years 1-9999;
+    text not starting with a date or starting with a false one (`2026-11-31`), counted
+    per distinct 10-character prefix; on SQLite also blobs and out-of-range numbers.
+    """
     ts = table.c[column]
-    if engine.dialect.name != "sqlite" and isinstance(
-        ts.type, sa.DateTime | sa.Date | sa.Float | sa.Numeric | sa.Integer
-    ):
-        return 0
-    raw = sa.type_coerce(ts, sa.String())
-    query = sa.select(raw).where(not_date_prefixed(ts, engine.dialect))
-    with engine.connect() as connection:
-        result = connection.execution_options(stream_results=True, yield_per=chunk_size).execute(
-            query
+    sqlite = engine.dialect.name == "sqlite"
+    counts: list[sa.Select[Any]] = [sa.select(sa.func.count()).where(ts.is_(None))]
+    scans: list[tuple[sa.ColumnElement[Any], sa.ColumnElement[bool]]] = []
+    prefixes: sa.Select[Any] | None = None
+    if not sqlite and isinstance(ts.type, sa.DateTime | sa.Date):
+        first, last = (
+            (datetime(1, 1, 1, tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+            if isinstance(ts.type, sa.DateTime)
+            else (date.min, date.max)
         )
-        return sum(is_unplaced(value) for value in result.scalars())
+        counts.append(sa.select(sa.func.count()).where(sa.not_(ts.between(first, last))))
+    elif not sqlite and isinstance(ts.type, sa.Float | sa.Numeric | sa.Integer):
+        scans.append((ts, sa.not_(sa.and_(ts >= _FIRST_EPOCH, ts < _END_EPOCH))))
+    else:
+        raw = sa.type_coerce(ts, sa.String())
+        scans.append((raw, not_date_prefixed(ts, engine.dialect)))
+        prefix = sa.func.substr(raw, 1, 10)
+        shaped = sa.not_(not_date_prefixed(ts, engine.dialect))
+        if sqlite:
+            shaped = sa.and_(sa.func.typeof(ts) == "text", shaped)
+            counts.append(sa.select(sa.func.count()).where(sa.func.typeof(ts) == "blob"))
+            number = sa.type_coerce(ts, sa.Float())
+            out_of_range = sa.not_(sa.and_(number >= _FIRST_EPOCH, number < _END_EPOCH))
+            scans.append((raw, sa.and_(sa.func.typeof(ts).in_(["integer", "real"]), out_of_range)))
+        prefixes = sa.select(prefix, sa.func.count()).where(ts.is_not(None), shaped)
+        prefixes = prefixes.group_by(prefix)
+    with engine.connect() as connection:
+        unplaced = sum(int(connection.execute(q.select_from(table)).scalar_one()) for q in counts)
+        if prefixes is not None:
+            for text, count in connection.execute(prefixes):
+                unplaced += int(count) if date_prefix(str(text)) is None else 0
+        for selected, where in scans:
+            query = sa.select(selected).where(ts.is_not(None), where)
+            result = connection.execution_options(
+                stream_results=True, yield_per=chunk_size
+            ).execute(query)
+            unplaced += sum(is_unplaced(value) for value in result.scalars())
+    return unplaced

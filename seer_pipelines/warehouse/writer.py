@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
-from seer_metrics.events import finite_json
+from seer_metrics.events import clean_json, clean_text
 from seer_pipelines.warehouse.schema import (
     STAGING_RUN_COLUMN,
     STAGING_SEQUENCE_COLUMN,
@@ -20,13 +20,17 @@ from seer_pipelines.warehouse.schema import (
     OutputTables,
 )
 
-_PLAIN_TYPES = (str, int, bool, dict, list, date, datetime)
+_PLAIN_TYPES = (int, bool, date, datetime)
 
 
 def plain_value(value: Any) -> Any:
     """`value` as the database should get it: pandas' missing-value markers (NaN, NaT,
     pd.NA) become None (NULL), pandas and numpy scalars become plain Python values, and
     NaN or infinities inside dicts and lists (JSON columns) become None at any depth.
+    Text, in a text column or anywhere inside a JSON value, keys too, goes through
+    `clean_text`: NUL and surrogate code points become U+FFFD, so no value a driver hands
+    back can fail a partition (PostgreSQL refuses NUL, UTF-8 cannot encode a lone
+    surrogate).
 
     Pandas turns None into NaN in text columns and into NaT in timestamp columns; written
     as is, NaN becomes the text 'NaN' (PostgreSQL) and NaT breaks the insert; PostgreSQL
@@ -35,10 +39,12 @@ def plain_value(value: Any) -> Any:
     if value is None:
         return None
     kind = type(value)
+    if kind is str:
+        return clean_text(value)
     if kind is float:
         return None if value != value else value
-    if kind is dict or kind is list:
-        return finite_json(value)
+    if kind is dict or kind is list or kind is tuple:
+        return clean_json(value)
     if value is pd.NaT:
         return None
     if isinstance(value, pd.Timestamp):
@@ -47,9 +53,15 @@ def plain_value(value: Any) -> Any:
         return value
     if isinstance(value, np.generic):
         item = value.item()  # numpy's NaT gives None
+        if isinstance(item, str):
+            return clean_text(item)
         return None if isinstance(item, float) and item != item else item
     if value is pd.NA:
         return None
+    if isinstance(value, str):  # str subclasses
+        return clean_text(str(value))
+    if isinstance(value, dict | list | tuple):
+        return clean_json(value)
     return value
 
 
@@ -88,6 +100,7 @@ class PartitionWriter:
         self._run = uuid.uuid4().hex
         self._sequence = 0
         self.staged_rows = 0
+        self.duplicates = 0  # staged rows dropped by commit() because their key repeated
         self.committed = False
         self.remove_stale_staging(utc_now() - STALE_STAGING_AFTER)
 
@@ -187,6 +200,7 @@ class PartitionWriter:
                     f"{where}: {keys} staged rows to commit but the partition would hold "
                     f"{count}; nothing was committed, re-run the partition"
                 )
+        self.duplicates = int(self.staged_rows - keys)
         self.committed = True
         return int(count)
 
