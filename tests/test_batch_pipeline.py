@@ -1,0 +1,136 @@
+"""Batch mode in the pipelines: the seer_batches ledger, advance_day and the batch sensor."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+
+import pytest
+from dagster import RunRequest, SensorResult, SkipReason, build_sensor_context, instance_for_test
+
+from seer_metrics.cache import judgment_key
+from seer_metrics.evaluators.batch import REQUIREMENTS_PHASE, SUPPORT_PHASE, BatchRecord
+from seer_metrics.evaluators.llm import DEFAULT_MODEL
+from seer_metrics.evaluators.prompts import PROMPT_VERSION
+from seer_pipelines.batch_judging import BatchLedger, advance_day, day_events, ledger_for
+from seer_pipelines.batch_sensor import seer_batch_sensor
+from seer_pipelines.demo_data.synthetic import generate_events, write_events
+from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_testing.fake_batches import BatchBehaviour, FakeBatchServer
+from seer_testing.fake_judge import FakeJudgeServer
+
+DAY = date(2026, 11, 29)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeBatchServer]:
+    with FakeBatchServer(FakeJudgeServer()) as running:
+        running.default_behaviour = BatchBehaviour(polls_in_progress=1)
+        yield running
+
+
+@pytest.fixture
+def warehouse(tmp_path) -> Iterator[WarehouseResource]:
+    resource = WarehouseResource(url=f"sqlite:///{tmp_path / 'warehouse.sqlite'}")
+    records = list(generate_events(1, end_day=DAY, events_per_day=12, seed=5))
+    write_events(resource.get_engine(), records, table_name=resource.resolved_events_table())
+    yield resource
+    resource.dispose()
+
+
+def _evaluator(server: FakeBatchServer) -> EvaluatorResource:
+    return EvaluatorResource(
+        kind="openai", mode="batch", api_key="test-key", base_url=server.base_url, max_retries=0
+    )
+
+
+@pytest.fixture(scope="module")
+def instance():
+    with instance_for_test() as test_instance:
+        yield test_instance
+
+
+def _tick(instance, warehouse: WarehouseResource, evaluator: EvaluatorResource):
+    resources = {"warehouse": warehouse, "evaluator": evaluator}
+    with build_sensor_context(instance=instance, resources=resources) as context:
+        return seer_batch_sensor(context)
+
+
+def test_the_ledger_keeps_and_updates_each_batch(tmp_path) -> None:
+    resource = WarehouseResource(url=f"sqlite:///{tmp_path / 'w.sqlite'}")
+    ledger = ledger_for(resource)
+    first = BatchRecord("batch_1", REQUIREMENTS_PHASE, "in_progress", requests=3)
+    ledger.save(DAY, [first])
+    assert ledger.records(DAY) == [first]
+    assert ledger.days_to_follow() == {DAY: [first]}
+    done = BatchRecord(
+        "batch_1",
+        REQUIREMENTS_PHASE,
+        "completed",
+        requests=3,
+        completed=3,
+        stored=2,
+        collected=True,
+        reasons={"invalid_json": 1},
+        cost_usd=0.25,
+    )
+    ledger.save(DAY, [done])
+    assert BatchLedger(resource.get_engine()).records(DAY) == [done]
+    assert ledger.days_to_follow() == {}
+    resource.dispose()
+
+
+def test_resolved_mode_is_online_by_default_and_for_the_lexical_judge(monkeypatch) -> None:
+    monkeypatch.delenv("SEER_LLM_MODE", raising=False)
+    assert EvaluatorResource(kind="openai").resolved_mode() == "online"
+    monkeypatch.setenv("SEER_LLM_MODE", "batch")
+    assert EvaluatorResource(kind="openai").resolved_mode() == "batch"
+    assert EvaluatorResource(kind="lexical").resolved_mode() == "online"
+    with pytest.raises(ValueError, match="SEER_LLM_MODE"):
+        EvaluatorResource(kind="openai", mode="weekly").resolved_mode()
+
+
+def test_the_sensor_runs_a_day_once_its_batches_are_done(server, warehouse, instance) -> None:
+    evaluator = _evaluator(server)
+    assert isinstance(_tick(instance, warehouse, evaluator), SkipReason)  # nothing submitted yet
+
+    progress = advance_day(warehouse, evaluator, DAY)  # what the day's run does
+    assert [r.phase for r in progress.submitted] == [REQUIREMENTS_PHASE]
+    assert progress.waiting
+
+    waiting = _tick(instance, warehouse, evaluator)  # first poll: still in progress
+    assert isinstance(waiting, SkipReason) and "waiting" in str(waiting.skip_message)
+    assert ledger_for(warehouse).records(DAY)[0].status == "in_progress"
+
+    done = _tick(instance, warehouse, evaluator)
+    assert isinstance(done, SensorResult)
+    (request,) = done.run_requests or []
+    assert isinstance(request, RunRequest) and request.partition_key == DAY.isoformat()
+    assert (
+        request.run_key == _tick(instance, warehouse, evaluator).run_requests[0].run_key
+    )  # stable
+
+    progress = advance_day(warehouse, evaluator, DAY)  # the launched run: phase 2 goes out
+    assert [r.phase for r in progress.submitted] == [SUPPORT_PHASE]
+    for _ in range(2):
+        result = _tick(instance, warehouse, evaluator)
+    assert isinstance(result, SensorResult)
+    assert result.run_requests[0].run_key != request.run_key  # a new set of batches
+
+    progress = advance_day(warehouse, evaluator, DAY)
+    assert progress.ready and not progress.submitted
+    assert isinstance(_tick(instance, warehouse, evaluator), SkipReason)  # all collected
+    records = ledger_for(warehouse).records(DAY)
+    assert [(r.phase, r.status, r.collected) for r in records] == [
+        (REQUIREMENTS_PHASE, "completed", True),
+        (SUPPORT_PHASE, "completed", True),
+    ]
+    events = day_events(warehouse, DAY)
+    keys = {
+        judgment_key(e, evaluator.resolved_model() or DEFAULT_MODEL, PROMPT_VERSION) for e in events
+    }
+    assert records[1].stored == len(keys)
+    assert server.batches_created == 2
+
+    again = advance_day(warehouse, evaluator, DAY)  # a repeated run: nothing new
+    assert again.ready and not again.submitted and server.batches_created == 2
