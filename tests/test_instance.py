@@ -76,7 +76,7 @@ def test_the_judging_pool_holds_a_run_started_from_an_asset_selection(tmp_path) 
     """An asset-selection run carries no job tag; the pool still makes its judging step wait."""
     url = f"sqlite:///{tmp_path / 'warehouse.sqlite'}"
     assert seer(["seed", "--days", "1", "--end-day", DAY.isoformat(), "--url", url,
-                 "--events-per-day", "20"]) == 0  # fmt: skip
+                 "--events-per-day", "20", "--regression-days", "0"]) == 0  # fmt: skip
     home = tmp_path / "home"
     write_local_instance(home, max_concurrent_runs=2)
     assets = [
