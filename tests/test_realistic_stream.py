@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from seer_metrics.events import InvalidEventError, RetrievalEvent
-from seer_metrics.rules import DEFAULT_RULES
+from seer_metrics.rules import DEFAULT_RULES, alert_order, lead_slices
 from seer_metrics.scoring import score_event
 from seer_metrics.slices import slice_metrics
 from seer_pipelines.demo_data.realistic import (
@@ -142,11 +142,15 @@ WARM_UP_DAYS = 7  # the trailing baseline of the drop rules
 
 
 @pytest.fixture(scope="module")
-def replayed() -> list[ReplayedDay]:
+def stream_table() -> pd.DataFrame:
     """21 days, the release (prod on retrieval-v2 loses its top hit) on the last two."""
     events = generate_stream(STREAM_DAYS, end_day=END, seed=7, release=Release())
-    table = slice_metrics(ideal_scores(events), SLICE_KEYS)
-    return list(replay_rules(DEFAULT_RULES, table))
+    return slice_metrics(ideal_scores(events), SLICE_KEYS)
+
+
+@pytest.fixture(scope="module")
+def replayed(stream_table) -> list[ReplayedDay]:
+    return list(replay_rules(DEFAULT_RULES, stream_table))
 
 
 def test_no_page_on_a_clean_day_after_the_warm_up(replayed) -> None:
@@ -160,7 +164,7 @@ def test_no_page_on_a_clean_day_after_the_warm_up(replayed) -> None:
     assert any(day.open_incidents for day in clean)
 
 
-def test_the_release_is_caught_on_its_first_day_in_its_pair_slice(replayed) -> None:
+def test_the_release_is_caught_on_its_first_day_in_its_pair_slice(replayed, stream_table) -> None:
     first = replayed[STREAM_DAYS - 2]
     assert first.day == END - timedelta(days=1)
     pair = Release().slice_label
@@ -174,3 +178,8 @@ def test_the_release_is_caught_on_its_first_day_in_its_pair_slice(replayed) -> N
     # nothing pages on slices the release did not touch
     untouched = {"env=staging", "feature_flag=retrieval-v1"}
     assert not {p.slice for p in first.pages} & untouched
+    # and the alert leads with the pair slice: the rest of prod and of v2 did not move
+    today = stream_table[stream_table["partition_date"] == first.day]
+    items = alert_order(first.outcomes, today)
+    assert items[0].outcome.slice == pair
+    assert lead_slices(items)[0] == pair
