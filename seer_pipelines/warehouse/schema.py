@@ -88,9 +88,12 @@ _PASSAGE_COLUMNS = (
 _SLICE_INTEGER_PREFIXES = ("events", "evaluated", "invalid", "errors", "count_", "prompt_tokens")
 _SLICE_DESCRIPTIONS = {
     "partition_date": "UTC day (the Dagster partition)",
-    "slice": "'all' or key=value of one metadata key",
-    "slice_key": "metadata key of the slice ('all' for the whole day)",
-    "slice_value": "metadata value of the slice ('all' for the whole day)",
+    "slice": "'all', key=value of one metadata key, or of two joined by a comma "
+    "(env=prod,feature_flag=retrieval-v2)",
+    "slice_key": "metadata key of the slice, two joined by a comma for a pair "
+    "('all' for the whole day)",
+    "slice_value": "metadata value of the slice, two joined by a comma for a pair "
+    "('all' for the whole day)",
     "events": "ingested events",
     "evaluated": "events with status ok",
 }
