@@ -1,4 +1,9 @@
-"""Realistic synthetic retrieval events for demos and tests, with one injected regression.
+"""Synthetic retrieval events for pipeline tests and the partition-scale benchmark.
+
+`seer demo` and `seer seed` use the realistic stream (`realistic.py`); these events stay
+for what it cannot give: any volume of distinct queries and contexts (a large day that
+is really judged, not served from the cache), every context shape (`string[]`, ranks,
+scores, neither) and invalid rows, with one injected regression.
 
 A small product knowledge base (fictional products, one passage per fact) backs a RAG
 assistant used in three environments. Each event asks one to three facts about one
