@@ -155,29 +155,65 @@ class SamplePlan:
         return self.sample_sizes.get(stratum, 0) / population if population else 0.0
 
 
+class SamplePlanner:
+    """The day's sample drawn from a first pass over its events, chunk by chunk.
+
+    Only a keyed hash (8 bytes) and a stratum code (4 bytes) are kept per event, so a
+    million-event day costs about 12 MB here; `plan` then gives the cutoffs the second pass
+    applies to each chunk as it judges it.
+    """
+
+    def __init__(self, settings: SamplingSettings) -> None:
+        self.settings = settings
+        self._code_of: dict[Hashable, int] = {}
+        self._hashes: list[np.ndarray] = []
+        self._codes: list[np.ndarray] = []
+
+    def add(self, event_ids: Sequence[str], strata: Sequence[Hashable]) -> None:
+        if len(event_ids) != len(strata):
+            raise ValueError("event_ids and strata must have the same length")
+        code_of = self._code_of
+        self._hashes.append(sampling_hash(event_ids, self.settings.key))
+        self._codes.append(
+            np.fromiter(
+                (code_of.setdefault(stratum, len(code_of)) for stratum in strata),
+                dtype=np.int32,
+                count=len(strata),
+            )
+        )
+
+    def plan(self) -> SamplePlan:
+        """Per stratum, the events with the smallest keyed hashes."""
+        hashes = np.concatenate(self._hashes) if self._hashes else np.empty(0)
+        codes = np.concatenate(self._codes) if self._codes else np.empty(0, np.int32)
+        strata = list(self._code_of)
+        counts = np.bincount(codes, minlength=len(strata))
+        population = {stratum: int(counts[code]) for code, stratum in enumerate(strata)}
+        sizes = allocate(population, self.settings)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+        cutoffs: dict[Hashable, float] = {}
+        for code, stratum in enumerate(strata):
+            stratum_hashes = hashes[order[bounds[code] : bounds[code + 1]]]
+            wanted = sizes.get(stratum, 0)
+            if wanted <= 0:
+                cutoffs[stratum] = -1.0
+            elif wanted >= len(stratum_hashes):
+                cutoffs[stratum] = 1.0
+            else:
+                cutoffs[stratum] = float(np.partition(stratum_hashes, wanted - 1)[wanted - 1])
+        return SamplePlan(
+            population=population, sample_sizes=sizes, cutoffs=cutoffs, key=self.settings.key
+        )
+
+
 def plan_sample(
     event_ids: Sequence[str], strata: Sequence[Hashable], settings: SamplingSettings
 ) -> SamplePlan:
     """The day's sample: per stratum, the events with the smallest keyed hashes."""
-    if len(event_ids) != len(strata):
-        raise ValueError("event_ids and strata must have the same length")
-    hashes = sampling_hash(event_ids, settings.key)
-    labels = np.asarray(list(strata), dtype=object)
-    by_stratum: dict[Hashable, list[int]] = {}
-    for position, stratum in enumerate(labels):
-        by_stratum.setdefault(stratum, []).append(position)
-    population = {stratum: len(positions) for stratum, positions in by_stratum.items()}
-    sizes = allocate(population, settings)
-    cutoffs: dict[Hashable, float] = {}
-    for stratum, positions in by_stratum.items():
-        wanted = sizes.get(stratum, 0)
-        if wanted <= 0:
-            cutoffs[stratum] = -1.0
-        elif wanted >= len(positions):
-            cutoffs[stratum] = 1.0
-        else:
-            cutoffs[stratum] = float(np.partition(hashes[positions], wanted - 1)[wanted - 1])
-    return SamplePlan(population=population, sample_sizes=sizes, cutoffs=cutoffs, key=settings.key)
+    planner = SamplePlanner(settings)
+    planner.add(event_ids, strata)
+    return planner.plan()
 
 
 @dataclass(frozen=True)
@@ -206,26 +242,48 @@ def estimate_mean(
     One entry per judged event of the day (every slice, so the within-stratum variances
     are right): `values` is NaN where the metric is undefined, `strata` an integer code,
     `in_slice` whether the event belongs to the slice. `population[h]` is stratum h's
-    number of events. The judged events of a stratum stand for all of it (weight N / n);
-    a stratum with a single judged event among several borrows the largest within-stratum
-    variance of the day rather than claiming none.
+    number of events.
+    """
+    strata = np.asarray(strata, dtype=np.int64)
+    population = np.asarray(population, dtype=float)
+    sample_counts = np.bincount(strata, minlength=len(population))
+    values = np.asarray(values, dtype=float)
+    if in_slice is not None:
+        keep = np.asarray(in_slice, dtype=bool)
+        values, strata = values[keep], strata[keep]
+    return estimate_domain_mean(values, strata, sample_counts, population)
+
+
+def estimate_domain_mean(
+    values: np.ndarray,
+    strata: np.ndarray,
+    sample_counts: np.ndarray,
+    population: np.ndarray,
+) -> Estimate:
+    """`estimate_mean` from the slice's judged events only, given every stratum's judged
+    count (`sample_counts[h]`, the whole day) and size (`population[h]`).
+
+    A judged event outside the slice only adds a zero residual to its stratum, so the
+    slice's own events and the per-stratum counts are all the estimate needs. The judged
+    events of a stratum stand for all of it (weight N / n); a stratum with a single judged
+    event among several borrows the largest within-stratum variance of the slice rather
+    than claiming none.
     """
     values = np.asarray(values, dtype=float)
     strata = np.asarray(strata, dtype=np.int64)
     population = np.asarray(population, dtype=float)
+    counts = np.asarray(sample_counts, dtype=float)
     defined = ~np.isnan(values)
-    if in_slice is not None:
-        defined &= np.asarray(in_slice, dtype=bool)
     judged = int(defined.sum())
     if judged == 0:
         return Estimate(None, None, 0)
+    values, strata = values[defined], strata[defined]
     length = len(population)
-    counts = np.bincount(strata, minlength=length).astype(float)
     weights = np.divide(population, counts, out=np.zeros(length), where=counts > 0)[strata]
-    domain_weight = float((weights * defined).sum())
-    mean = float((weights * np.where(defined, values, 0.0)).sum() / domain_weight)
-    # Linearised residuals: zero for judged events outside the slice or undefined.
-    residual = np.where(defined, values - mean, 0.0)
+    domain_weight = float(weights.sum())
+    mean = float((weights * values).sum() / domain_weight)
+    # Linearised residuals (zero for the stratum's judged events outside the slice).
+    residual = values - mean
     sums = np.bincount(strata, weights=residual, minlength=length)
     squares = np.bincount(strata, weights=residual**2, minlength=length)
     with np.errstate(divide="ignore", invalid="ignore"):
