@@ -17,6 +17,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import sqlalchemy as sa
+from dagster import MetadataValue
 
 from seer_metrics.cache import JudgmentStore
 from seer_metrics.evaluators.batch import BatchJudge, BatchProgress, BatchRecord, advance
@@ -162,3 +163,26 @@ def advance_day(
     progress = advance(judge, chosen, ledger.records(day), label=f"seer {day.isoformat()}")
     ledger.save(day, progress.records)
     return progress
+
+
+def batch_metadata(progress: BatchProgress) -> dict[str, Any]:
+    """What the day's batches did, for the asset's metadata or its observation."""
+    records = progress.records
+    reasons: dict[str, int] = {}
+    for record in records:
+        for code, count in record.reasons.items():
+            reasons[code] = reasons.get(code, 0) + count
+    return {
+        "batch_status": progress.summary(),
+        "batches": MetadataValue.json(
+            [
+                {"batch_id": r.batch_id, "phase": r.phase, "round": r.round, "state": r.status}
+                for r in records
+            ]
+        ),
+        "batch_requests": sum(r.requests for r in records),
+        "batch_answers_stored": sum(r.stored for r in records),
+        "batch_lines_left_to_judge_on_demand": sum(reasons.values()),
+        "batch_reasons": MetadataValue.json(dict(sorted(reasons.items()))),
+        "batch_cost_usd": float(sum(r.cost_usd for r in records)),
+    }

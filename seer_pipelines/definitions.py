@@ -17,6 +17,7 @@ from seer_pipelines.alerts import SlackAlertResource
 from seer_pipelines.assets.events import retrieval_events
 from seer_pipelines.assets.judgments import event_judgments
 from seer_pipelines.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
+from seer_pipelines.batch_sensor import seer_batch_sensor
 from seer_pipelines.checks import build_slice_checks
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.sensors import SENSORS as ALERT_SENSORS
@@ -62,7 +63,7 @@ seer_daily_schedule = build_schedule_from_partitioned_job(
 # Asset checks, sensors and the Slack resource of the alerting side are added here.
 # One check per rule of seer_rules.yaml ($SEER_RULES_FILE); see docs/alerts.md.
 ASSET_CHECKS: list = [build_slice_checks(), rows_accounted_for]
-SENSORS: list = [*ALERT_SENSORS]
+SENSORS: list = [*ALERT_SENSORS, seer_batch_sensor]
 
 defs = Definitions(
     assets=ASSETS,

@@ -6,16 +6,28 @@ from collections.abc import Iterator
 from datetime import date
 
 import pytest
-from dagster import RunRequest, SensorResult, SkipReason, build_sensor_context, instance_for_test
+from dagster import (
+    AssetKey,
+    RunRequest,
+    SensorResult,
+    SkipReason,
+    build_sensor_context,
+    instance_for_test,
+    materialize,
+)
 
 from seer_metrics.cache import judgment_key
 from seer_metrics.evaluators.batch import REQUIREMENTS_PHASE, SUPPORT_PHASE, BatchRecord
 from seer_metrics.evaluators.llm import DEFAULT_MODEL
 from seer_metrics.evaluators.prompts import PROMPT_VERSION
+from seer_pipelines.assets.events import retrieval_events
+from seer_pipelines.assets.judgments import event_judgments
+from seer_pipelines.assets.metrics import event_metrics, passage_judgments
 from seer_pipelines.batch_judging import BatchLedger, advance_day, day_events, ledger_for
 from seer_pipelines.batch_sensor import seer_batch_sensor
 from seer_pipelines.demo_data.synthetic import generate_events, write_events
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, JUDGMENTS_TABLE
 from seer_testing.fake_batches import BatchBehaviour, FakeBatchServer
 from seer_testing.fake_judge import FakeJudgeServer
 
@@ -134,3 +146,73 @@ def test_the_sensor_runs_a_day_once_its_batches_are_done(server, warehouse, inst
 
     again = advance_day(warehouse, evaluator, DAY)  # a repeated run: nothing new
     assert again.ready and not again.submitted and server.batches_created == 2
+
+
+@pytest.mark.postgres
+def test_a_batch_day_runs_end_to_end_through_dagster_on_postgres(
+    server, postgres_url: str, postgres_schema: str
+) -> None:
+    url = postgres_url.replace("postgresql+psycopg2://", "postgresql://")
+    warehouse = WarehouseResource(url=url, db_schema=postgres_schema, chunk_size=16)
+    records = list(generate_events(1, end_day=DAY, events_per_day=20, seed=7))
+    write_events(
+        warehouse.get_engine(),
+        records,
+        schema=postgres_schema,
+        table_name=warehouse.resolved_events_table(),
+    )
+    resources = {"warehouse": warehouse, "evaluator": _evaluator(server)}
+    assets = [retrieval_events, event_judgments, event_metrics, passage_judgments]
+    storage = {"postgres": {"postgres_url": postgres_url}}
+
+    def run():
+        result = materialize(
+            assets, partition_key=DAY.isoformat(), resources=resources, instance=instance
+        )
+        assert result.success  # waiting for batches is no failure
+        return result
+
+    def judged(result) -> bool:
+        return bool(result.asset_materializations_for_node("event_judgments"))
+
+    with instance_for_test(overrides={"storage": storage}) as instance:
+        first = run()  # phase 1 submitted: nothing downstream is materialized
+        assert not judged(first) and not first.asset_materializations_for_node("event_metrics")
+        observed = instance.fetch_observations(AssetKey("event_judgments"), limit=1).records
+        assert "waiting for 1 batch(es)" in str(observed[0].asset_observation.metadata)
+        warehouse.ensure_output_tables()
+        assert warehouse.count_partition(JUDGMENTS_TABLE, DAY) == 0
+        runs = 1
+        while True:  # the sensor's job: run the day again until it completes
+            ticks = 0
+            while True:
+                ticks += 1
+                tick = _tick(instance, warehouse, resources["evaluator"])
+                if isinstance(tick, SensorResult):
+                    break
+                assert ticks < 5, tick
+            result = run()
+            runs += 1
+            if judged(result):
+                break
+            assert runs < 5
+        assert runs == 3  # phase 1, phase 2, then the day from the cache
+        metadata = result.asset_materializations_for_node("event_judgments")[0].metadata
+        assert metadata["model_calls"].value == 0
+        assert metadata["batch_answers_stored"].value > 0
+        assert metadata["batch_cost_usd"].value > 0
+        assert warehouse.count_partition(EVENT_METRICS_TABLE, DAY) == len(records)
+        assert server.judge.count() == server.lines_answered  # no on-demand call at all
+
+        # Re-running the partition completes it from stored results: no batch, no call.
+        batches, lines = server.batches_created, server.lines_answered
+        again = run()
+        assert judged(again) and again.asset_materializations_for_node("event_metrics")
+        assert (server.batches_created, server.lines_answered) == (batches, lines)
+        assert server.judge.count() == lines
+    rows = ledger_for(warehouse).records(DAY)
+    assert [(r.phase, r.status, r.collected) for r in rows] == [
+        (REQUIREMENTS_PHASE, "completed", True),
+        (SUPPORT_PHASE, "completed", True),
+    ]
+    warehouse.dispose()

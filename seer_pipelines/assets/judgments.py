@@ -10,13 +10,14 @@ events end in error (the judge is down), the step fails and the day keeps its ro
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
 from dagster import (
     AssetExecutionContext,
+    AssetObservation,
     BackfillPolicy,
     Config,
     MaterializeResult,
@@ -32,6 +33,7 @@ from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_metrics.rows import first_by_event_ts, invalid_row, judged_row
 from seer_pipelines.assets.events import GROUP_NAME, retrieval_events
 from seer_pipelines.assets.table_schemas import table_metadata
+from seer_pipelines.batch_judging import advance_day, batch_metadata
 from seer_pipelines.partitions import daily_partitions, partition_day
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.day import day_bounds
@@ -251,6 +253,8 @@ class EventJudgmentsConfig(Config):
     kinds={"sql", "python"},
     pool=EVALUATOR_POOL,
     backfill_policy=BackfillPolicy.multi_run(1),
+    # In batch mode a run that only submits or waits for batches yields nothing.
+    output_required=False,
     description=(
         "One row per ingested event: its status (ok, invalid, error), the evaluator's "
         "requirements and supporting passages, and the model usage. Judgments are cached by "
@@ -263,8 +267,23 @@ def event_judgments(
     config: EventJudgmentsConfig,
     warehouse: WarehouseResource,
     evaluator: EvaluatorResource,
-) -> MaterializeResult:
+) -> Iterator[MaterializeResult]:
     day = partition_day(context.partition_key)
+    batches: dict[str, Any] = {}
+    if evaluator.resolved_mode() == "batch":
+        # Batch mode: collect finished batches, submit the next phase, never wait. While a
+        # batch runs the asset is not materialized (downstream steps are skipped) and
+        # seer_batch_sensor runs the day again once its batches are done.
+        day_batches = advance_day(warehouse, evaluator, day)
+        context.log.info(f"{day}: {day_batches.summary()}")
+        batches = batch_metadata(day_batches)
+        if not day_batches.ready:
+            context.log_event(
+                AssetObservation(
+                    asset_key=context.asset_key, partition=context.partition_key, metadata=batches
+                )
+            )
+            return
     judge = caching_evaluator(warehouse, evaluator)
     judge_at = f" at {judge.endpoint}" if judge.endpoint else ""
     context.log.info(
@@ -287,9 +306,10 @@ def event_judgments(
             f"{unplaced} source rows have an event_ts that neither parses nor starts with "
             "a date: they are on no day and never judged (see unplaced_event_ts)"
         )
-    return MaterializeResult(
+    yield MaterializeResult(
         metadata={
             **summary.metadata(),
+            **batches,
             "unplaced_event_ts": unplaced,
             "evaluator": judge.name,
             "model": judge.model,
