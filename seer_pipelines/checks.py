@@ -226,7 +226,7 @@ def build_slice_checks(
         try:
             dispatcher = dispatcher_for(warehouse, slack)
             dispatcher.log = context.log
-            day_alerts = dispatcher.alert_on_day(day, outcomes, context.run.run_id)
+            day_alerts = dispatcher.alert_on_day(day, outcomes, context.run.run_id, today)
             retried = sum(r.delivered and r.alerts > 0 for r in day_alerts.retried)
             context.log.info(
                 f"alerts for {day}: {day_alerts.delivery}; recoveries {day_alerts.recoveries}; "

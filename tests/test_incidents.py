@@ -177,3 +177,31 @@ def test_backfilled_days_follow_the_day_sequence_not_the_evaluation_order(engine
         ]
         dispatcher.alert_on_day(DAYS[3], [outcome(DAYS[3], "pass")], "run")
         assert [r.incident.closed_on for r in IncidentStore(engine).runs()] == [DAYS[1], DAYS[3]]
+
+
+def test_the_alert_leads_with_the_narrowest_slice_that_explains_the_drop(engine) -> None:
+    def drop(label: str, observed: float, events: int, baseline_events: int) -> CheckOutcome:
+        return outcome(DAYS[0], "fail", "f1_drop", label).replace(
+            observed=observed,
+            sample_size=events,
+            baseline=0.73,
+            baseline_sample_size=baseline_events,
+            delta=0.73 - observed,
+            threshold=0.1,
+        )
+
+    pair = "env=prod,feature_flag=retrieval-v2"
+    outcomes = [
+        drop("env=prod", (0.40 * 140 + 0.73 * 180) / 320, 320, 2300),
+        drop("feature_flag=retrieval-v2", (0.40 * 140 + 0.73 * 60) / 200, 200, 1400),
+        drop(pair, 0.40, 140, 1000),
+    ]
+    with FakeSlack() as slack:
+        dispatcher_for(engine, slack).alert_on_day(DAYS[0], outcomes, "run")
+        [message] = slack.messages
+    summary = message["blocks"][1]["text"]["text"]
+    assert summary.startswith(
+        "*env=prod × feature_flag=retrieval-v2: f1 −0.33, 140 events; the rest of env=prod "
+        "unchanged"
+    )
+    assert message["blocks"][3]["text"]["text"].startswith(f"*{pair}*")

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from seer_metrics.rules import CheckOutcome, as_date
+import pandas as pd
+
+from seer_metrics.rules import CheckOutcome, alert_order, as_date
 from seer_pipelines.alerts.incidents import DayIncidents, IncidentStore
 from seer_pipelines.alerts.message import (
     SlackMessage,
@@ -73,16 +75,31 @@ class AlertDispatcher:
     hold_run_failures: Callable[[Sequence[Alert]], bool] | None = None
 
     def alert_on_day(
-        self, partition_date: date, outcomes: Sequence[CheckOutcome], run_id: str | None
+        self,
+        partition_date: date,
+        outcomes: Sequence[CheckOutcome],
+        run_id: str | None,
+        slice_rows: pd.DataFrame | None = None,
     ) -> DayAlerts:
         """Follow the day's incidents, record its alerts, deliver them and any still due.
 
         Drops page on every failing day; a service level pages the day its incident opens
         and is carried after that; a pass closes an incident with one reply in the thread
-        of the alert that announced it.
+        of the alert that announced it. The message leads with the narrowest slice that
+        explains a drop (`alert_order` over the day's `slice_rows`).
         """
         changes = self.incidents.advance(partition_date, outcomes) if self.incidents else None
-        recorded = self.outbox.record_check_outcomes(partition_date, outcomes, run_id, changes)
+        order = {
+            (item.outcome.rule, item.outcome.slice): {
+                "alert_rank": rank,
+                "headline": item.headline(),
+                "explains": item.explains,
+            }
+            for rank, item in enumerate(alert_order(outcomes, slice_rows))
+        }
+        recorded = self.outbox.record_check_outcomes(
+            partition_date, outcomes, run_id, changes, order
+        )
         if changes is not None:
             self.outbox.record_recoveries(partition_date, changes.closed, run_id)
         delivery = self.deliver(partition_date, KIND_CHECK)

@@ -94,8 +94,11 @@ def _latest_run(alerts: Sequence[Alert]) -> str | None:
 
 
 def slice_order(label: str, group: Sequence[Alert]) -> tuple:
-    """Worst first: any ERROR, then high priority, the `all` aggregate last."""
+    """In the day's alert order when known (the narrowest slice that explains a drop
+    first); else worst first: any ERROR, then high priority, the `all` aggregate last."""
+    ranks = [a.payload["alert_rank"] for a in group if a.payload.get("alert_rank") is not None]
     return (
+        min(ranks) if ranks else len(SEVERITY_ORDER),
         min(SEVERITY_ORDER.get(a.severity, 2) for a in group),
         not any(a.payload.get("high_priority") for a in group),
         label == ALL_SLICE,
@@ -144,10 +147,13 @@ def build_check_message(
     slice_names = ", ".join(f"*{escape_mrkdwn(label)}*" for label in slices[:8])
     if len(slices) > 8:
         slice_names += f" and {len(slices) - 8} more"
+    leads = [a for a in alerts if a.payload.get("explains") and a.payload.get("headline")]
+    lead = min(leads, key=lambda a: a.payload.get("alert_rank", 0), default=None)
+    lead_text = f"*{escape_mrkdwn(lead.payload['headline'])}*\n" if lead else ""
     blocks: list[dict[str, Any]] = [
         header(f"Seer: retrieval quality alert for {partition_date}"),
         section(
-            f"*{len(alerts)} failing check{plural}* ({severity_text}) on "
+            f"{lead_text}*{len(alerts)} failing check{plural}* ({severity_text}) on "
             f"`{escape_mrkdwn(asset)}`, partition *{partition_date}*, in {slice_names}. "
             f"Run: {where}"
         ),

@@ -208,13 +208,15 @@ class AlertOutbox:
         outcomes: Iterable[CheckOutcome],
         run_id: str | None,
         incidents: DayIncidents | None = None,
+        annotations: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
     ) -> RecordSummary:
         """Record the failing outcomes of a partition; passing ones resolve earlier rows.
 
         Only a pass resolves: `not_enough_data`, `no_baseline` (e.g. a judge outage left
         too few judged events) and slices without rows leave the row as it was. With
         `incidents`, a failing service level pages only on the day its incident opens;
-        on the other days of the incident its row is `carried`.
+        on the other days of the incident its row is `carried`. `annotations` add keys
+        to a row's payload (its place in the message, its headline).
         """
         items: list[AlertItem] = []
         carried: set[tuple[str, str]] = set()
@@ -224,7 +226,9 @@ class AlertOutbox:
                 passed.add((outcome.rule, outcome.slice))
             if not outcome.failed:
                 continue
-            payload = outcome.to_dict()
+            payload = outcome.to_dict() | dict(
+                (annotations or {}).get((outcome.rule, outcome.slice), {})
+            )
             level = incidents.level_state(outcome.rule, outcome.slice) if incidents else None
             if level is not None:
                 state, incident = level
