@@ -44,6 +44,7 @@ JUDGMENT_READ_COLUMNS = (
     "has_ranking",
     "n",
     "metadata",
+    "stratum",
     *USAGE_COLUMNS,
 )
 
@@ -141,6 +142,29 @@ def judged_row(
     }
 
 
+def unjudged_row(
+    event: RetrievalEvent, status: str, reason: str, evaluator: Evaluator
+) -> dict[str, Any]:
+    """The `seer_judgments` row of a parsed event left unjudged on purpose: `not_sampled`
+    (outside the day's sample) or `skipped_budget` (the day's budget was spent first)."""
+    return {
+        "event_id": event.event_id,
+        "event_ts": event.event_ts,
+        "status": status,
+        "reason": reason,
+        "judgment_key": judgment_key(event, evaluator.model, evaluator.prompt_version),
+        "ranked_context": [[item.id, item.position] for item in event.context],
+        "has_ranking": event.has_ranking,
+        "n": event.n,
+        "duplicate_ids": event.duplicate_ids,
+        "metadata": dict(event.metadata),
+        **_NO_USAGE,
+        "evaluator": evaluator.name,
+        "model": evaluator.model,
+        "prompt_version": evaluator.prompt_version,
+    }
+
+
 def first_by_event_ts(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """`rows` ordered by event_ts (ties and missing times keep their order), so that the
     first row staged for a repeated event_id is its earliest, whatever its status."""
@@ -175,6 +199,7 @@ def event_metric_rows(judgments: Sequence[Mapping[str, Any]]) -> list[dict[str, 
             "reason": record.get("reason") if record["status"] != "ok" else None,
             "n": None if n is None else int(n),
             "metadata": record.get("metadata") or {},
+            "stratum": record.get("stratum"),
             **{column: _defined(record.get(column)) for column in USAGE_COLUMNS},
             **dict.fromkeys(METRICS),
         }

@@ -9,6 +9,13 @@ so they cannot flood the table or the rules: a pair of values needs at least
 Means, shares and quantiles are taken over defined values only (NULL metrics are left
 out), and the counts and standard deviations behind each mean are kept so that rules can
 judge drops against noise.
+
+A sampled day (events with status `not_sampled` or `skipped_budget`) is estimated from its
+judged events: each stands for its stratum (`stratum`: the event's values of the slice keys
+the day was sampled by) with the weight N / n, the means and shares are ratio estimators
+and `se_*` their standard errors from the sampling (`seer_metrics.sampling`); `count_*`
+stays the number of judged events behind each figure. A fully judged day gives exactly
+the plain means, with sampling errors of 0.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from seer_metrics.sampling import estimate_domain_mean
+
 METRICS = ("recall", "precision", "f1", "ndcg")
 DEFAULT_SLICE_KEYS = ("env", "feature_flag")
 DEFAULT_BLOAT_LINE = 0.35
@@ -29,6 +38,10 @@ DEFAULT_MAX_PAIR_SLICES = 50
 ALL_SLICE = "all"
 # Joins the keys and the values of a pair slice: `env,feature_flag` / `prod,retrieval-v2`.
 PAIR_SEPARATOR = ","
+# Statuses of events left unjudged on purpose: outside the day's sample, or past its budget.
+NOT_SAMPLED = "not_sampled"
+SKIPPED_BUDGET = "skipped_budget"
+SHARES = ("share_recall_below_1", "share_precision_below_bloat")
 
 SLICE_COLUMNS = (
     "partition_date",
@@ -39,11 +52,14 @@ SLICE_COLUMNS = (
     "evaluated",
     "invalid",
     "errors",
+    "not_sampled",
+    "skipped_budget",
     *(f"mean_{m}" for m in METRICS),
     *(f"std_{m}" for m in METRICS),
     *(f"count_{m}" for m in METRICS),
-    "share_recall_below_1",
-    "share_precision_below_bloat",
+    *(f"se_{m}" for m in METRICS),
+    *SHARES,
+    *(f"se_{share}" for share in SHARES),
     "p10_recall",
     "p10_precision",
     "mean_k",
@@ -84,31 +100,140 @@ _NUMERIC_COLUMNS = (*METRICS, "k", "prompt_tokens", "completion_tokens", "cost_u
 
 
 @dataclass(frozen=True)
+class _Weights:
+    """What undoes a sampled day's sampling: every event's stratum code, and per stratum
+    its judged events (status ok) and its population (ok, not sampled or over budget)."""
+
+    strata: np.ndarray
+    sample_counts: np.ndarray
+    population: np.ndarray
+
+    @classmethod
+    def of(cls, strata: np.ndarray, ok: np.ndarray, unjudged: np.ndarray) -> _Weights:
+        codes = np.asarray(strata, dtype=np.int64)
+        codes = np.where(codes < 0, codes.max(initial=-1) + 1, codes)  # no stratum: one more
+        length = int(codes.max(initial=-1)) + 1
+        judged = np.bincount(codes[ok], minlength=length)
+        return cls(codes, judged, judged + np.bincount(codes[unjudged], minlength=length))
+
+    def estimate(self, values: np.ndarray, rows: np.ndarray) -> tuple[float, float]:
+        """Mean and standard error of `values` (NaN: undefined) of the judged `rows`."""
+        estimate = estimate_domain_mean(
+            values, self.strata[rows], self.sample_counts, self.population
+        )
+        if estimate.mean is None:
+            return np.nan, np.nan
+        return estimate.mean, float(estimate.standard_error or 0.0)
+
+    def weights(self, rows: np.ndarray) -> np.ndarray:
+        strata = self.strata[rows]
+        return self.population[strata] / np.maximum(self.sample_counts[strata], 1)
+
+
+@dataclass(frozen=True)
 class _DayArrays:
     """One day's columns as numpy arrays, made once and indexed per slice.
 
     Numbers are float64 (NULL as NaN): no copy when the day is already numeric, as in
-    `SliceAccumulator`; the status is three boolean masks.
+    `SliceAccumulator`; the status is boolean masks. `weights` is None on a fully judged
+    day (no event left unjudged on purpose), which keeps the plain means.
     """
 
     ok: np.ndarray
     invalid: np.ndarray
     error: np.ndarray
+    not_sampled: np.ndarray
+    skipped_budget: np.ndarray
     numbers: dict[str, np.ndarray]
+    weights: _Weights | None
 
     @classmethod
-    def of(cls, frame: pd.DataFrame) -> _DayArrays:
+    def of(cls, frame: pd.DataFrame, strata: np.ndarray | None = None) -> _DayArrays:
+        """`strata`: one integer code per event (-1 when unknown); else the `stratum`
+        column of `frame` when it has one."""
         status = frame["status"]
+        ok = (status == "ok").to_numpy(dtype=bool)
+        not_sampled = (status == NOT_SAMPLED).to_numpy(dtype=bool)
+        skipped_budget = (status == SKIPPED_BUDGET).to_numpy(dtype=bool)
+        weights = None
+        if not_sampled.any() or skipped_budget.any():
+            if strata is None:
+                strata = (
+                    pd.factorize(frame["stratum"])[0]
+                    if "stratum" in frame
+                    else np.zeros(len(frame), dtype=np.int64)
+                )
+            weights = _Weights.of(strata, ok, not_sampled | skipped_budget)
         return cls(
-            ok=(status == "ok").to_numpy(dtype=bool),
+            ok=ok,
             invalid=(status == "invalid").to_numpy(dtype=bool),
             error=(status == "error").to_numpy(dtype=bool),
+            not_sampled=not_sampled,
+            skipped_budget=skipped_budget,
             numbers={
                 name: pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
                 for name in _NUMERIC_COLUMNS
                 if name in frame
             },
+            weights=weights,
         )
+
+
+def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """The smallest value whose weighted cumulative share reaches `q` (inverted CDF)."""
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    position = int(np.searchsorted(cumulative, q * cumulative[-1], side="left"))
+    return float(values[order][min(position, len(values) - 1)])
+
+
+def _weighted_std(values: np.ndarray, weights: np.ndarray, mean: float) -> float:
+    """The population spread estimated from weighted values (ddof=1 on the judged count)."""
+    count = len(values)
+    if count < 2:
+        return np.nan
+    variance = float((weights * (values - mean) ** 2).sum() / weights.sum())
+    return float(np.sqrt(variance * count / (count - 1)))
+
+
+def _estimated(
+    day: _DayArrays, weights: _Weights, bloat_line: float, rows: np.ndarray
+) -> dict[str, float | int]:
+    """The statistics of a sampled day's slice: ratio estimates over its judged events."""
+    judged = rows[day.ok[rows]]
+    row: dict[str, float | int] = {}
+
+    def column(name: str) -> np.ndarray:
+        values = day.numbers.get(name)
+        return np.full(len(judged), np.nan) if values is None else values[judged]
+
+    for metric in METRICS:
+        values = column(metric)
+        mean, error = weights.estimate(values, judged)
+        defined = ~np.isnan(values)
+        row[f"mean_{metric}"] = mean
+        row[f"se_{metric}"] = error
+        row[f"std_{metric}"] = _weighted_std(
+            values[defined], weights.weights(judged[defined]), mean
+        )
+        row[f"count_{metric}"] = int(defined.sum())
+    for share, metric, line in (
+        ("share_recall_below_1", "recall", 1.0),
+        ("share_precision_below_bloat", "precision", bloat_line),
+    ):
+        values = column(metric)
+        below = np.where(np.isnan(values), np.nan, (values < line).astype(float))
+        row[share], row[f"se_{share}"] = weights.estimate(below, judged)
+    for name, metric in (("p10_recall", "recall"), ("p10_precision", "precision")):
+        values = column(metric)
+        defined = ~np.isnan(values)
+        row[name] = (
+            _weighted_quantile(values[defined], weights.weights(judged[defined]), 0.1)
+            if defined.any()
+            else np.nan
+        )
+    row["mean_k"] = weights.estimate(column("k"), judged)[0]
+    return row
 
 
 def _aggregate(
@@ -122,7 +247,16 @@ def _aggregate(
         "evaluated": int(ok.sum()),
         "invalid": int((day.invalid if rows is None else day.invalid[rows]).sum()),
         "errors": int((day.error if rows is None else day.error[rows]).sum()),
+        "not_sampled": int((day.not_sampled if rows is None else day.not_sampled[rows]).sum()),
+        "skipped_budget": int(
+            (day.skipped_budget if rows is None else day.skipped_budget[rows]).sum()
+        ),
     }
+    if day.weights is not None:
+        positions = np.arange(len(day.ok)) if rows is None else rows
+        row.update(_estimated(day, day.weights, bloat_line, positions))
+        _add_sums(day, row, rows)
+        return row
 
     def column(name: str) -> np.ndarray | None:
         values = day.numbers.get(name)
@@ -135,26 +269,37 @@ def _aggregate(
         values = values[ok]
         return values[~np.isnan(values)]
 
+    # Every event judged: plain means, and no sampling error.
     for metric in METRICS:
         values = defined(metric)
         row[f"mean_{metric}"] = float(values.mean()) if len(values) else np.nan
         row[f"std_{metric}"] = float(values.std(ddof=1)) if len(values) > 1 else np.nan
         row[f"count_{metric}"] = len(values)
+        row[f"se_{metric}"] = 0.0 if len(values) else np.nan
     recall = defined("recall")
     precision = defined("precision")
     row["share_recall_below_1"] = float((recall < 1.0).mean()) if len(recall) else np.nan
     row["share_precision_below_bloat"] = (
         float((precision < bloat_line).mean()) if len(precision) else np.nan
     )
+    row["se_share_recall_below_1"] = 0.0 if len(recall) else np.nan
+    row["se_share_precision_below_bloat"] = 0.0 if len(precision) else np.nan
     row["p10_recall"] = float(np.quantile(recall, 0.1)) if len(recall) else np.nan
     row["p10_precision"] = float(np.quantile(precision, 0.1)) if len(precision) else np.nan
     k = defined("k")
     row["mean_k"] = float(k.mean()) if len(k) else np.nan
+    _add_sums(day, row, rows)
+    return row
+
+
+def _add_sums(day: _DayArrays, row: dict[str, float | int], rows: np.ndarray | None) -> None:
+    """What the day's materialization spent on the slice (every event, never weighted)."""
     for name in ("prompt_tokens", "completion_tokens", "cost_usd"):
-        values = column(name)
+        values = day.numbers.get(name)
+        if values is not None and rows is not None:
+            values = values[rows]
         total = float(np.nansum(values)) if values is not None else 0.0
         row[name] = total if name == "cost_usd" else int(total)
-    return row
 
 
 @dataclass(frozen=True)
@@ -252,9 +397,10 @@ def _day_rows(
     values_by_key: Sequence[tuple[str, pd.Series]],
     bloat_line: float,
     pair_bounds: PairSliceBounds,
+    strata: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
     """The `all` row, one row per (key, value), then the kept pair slices of one day."""
-    arrays = _DayArrays.of(frame)
+    arrays = _DayArrays.of(frame, strata)
     rows: list[dict[str, Any]] = [
         {
             "partition_date": day,
@@ -309,7 +455,8 @@ def slice_metrics(
     """Aggregate event-level scores into one row per (partition_date, slice).
 
     `scores` needs `partition_date`, `status`, the four metrics, `k` and `metadata`
-    (a dict or its JSON text); token and cost columns are summed when present. Pair
+    (a dict or its JSON text); token and cost columns are summed when present, and
+    `stratum` weighs a sampled day's judged events (see the module docstring). Pair
     slices follow `pair_bounds` (default: at least 100 events, the 50 largest). For one
     day read in chunks, `SliceAccumulator` gives the same rows in far less memory.
     """
@@ -344,13 +491,17 @@ class _Codes:
             )
         )
 
-    def values(self, index: pd.Index) -> pd.Series:
-        """The column as a categorical aligned to `index`; its categories are sorted, so
-        the slices come out in the order of their text, as `slice_metrics` gives them."""
+    def codes(self) -> np.ndarray:
+        """The raw codes (in order of first appearance; -1 for missing)."""
         if len(self._chunks) != 1:
             joined = np.concatenate(self._chunks) if self._chunks else np.empty(0, np.int32)
             self._chunks = [joined]
-        codes = self._chunks[0]
+        return self._chunks[0]
+
+    def values(self, index: pd.Index) -> pd.Series:
+        """The column as a categorical aligned to `index`; its categories are sorted, so
+        the slices come out in the order of their text, as `slice_metrics` gives them."""
+        codes = self.codes()
         ordered = sorted(self._code_of)
         renumber = np.empty(len(ordered) + 1, dtype=np.int32)
         renumber[[self._code_of[value] for value in ordered]] = np.arange(len(ordered))
@@ -368,7 +519,8 @@ class SliceAccumulator:
     chunk without approximating; instead only what the aggregates read is kept per event:
     the metrics, K, tokens and cost as float64 numbers (64 bytes) and the status and each
     slice key's value as int32 codes (4 bytes each), so about 80 bytes an event with two
-    keys, never the rows or their metadata objects. Pair slices cost nothing more per
+    keys (a sampled day's `stratum` is one more code), never the rows or their metadata
+    objects. Pair slices cost nothing more per
     event: their groups are formed from the keys' codes when `result` is called, with a
     few transient int64 arrays for one key pair at a time. Distinct
     values are kept once each (the code tables). `result` returns exactly what
@@ -387,6 +539,7 @@ class SliceAccumulator:
         self.events = 0
         self._numbers: list[pd.DataFrame] = []
         self._status = _Codes()
+        self._strata = _Codes()
         self._values = {key: _Codes() for key in self.slice_keys}
 
     def add(self, scores: pd.DataFrame) -> None:
@@ -404,6 +557,7 @@ class SliceAccumulator:
             )
         )
         self._status.add(scores["status"])
+        self._strata.add(scores["stratum"] if "stratum" in scores else [None] * len(scores))
         for key, codes in self._values.items():
             codes.add(metadata_value(meta, key) for meta in scores["metadata"])
         self.events += len(scores)
@@ -417,6 +571,6 @@ class SliceAccumulator:
         frame = numbers.assign(status=self._status.values(numbers.index))
         values = [(key, codes.values(frame.index)) for key, codes in self._values.items()]
         return pd.DataFrame(
-            _day_rows(day, frame, values, self.bloat_line, self.pair_bounds),
+            _day_rows(day, frame, values, self.bloat_line, self.pair_bounds, self._strata.codes()),
             columns=list(SLICE_COLUMNS),
         )

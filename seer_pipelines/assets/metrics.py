@@ -215,6 +215,7 @@ _EVENT_METRIC_READ_COLUMNS = (
     *METRICS,
     "k",
     "metadata",
+    "stratum",
     "prompt_tokens",
     "completion_tokens",
     "cost_usd",
@@ -231,7 +232,8 @@ def compute_slice_frame(
     """The day's per-slice aggregates, from `seer_event_metrics` read chunk by chunk.
 
     Only a few numbers and codes per event are kept (`SliceAccumulator`), so a large day
-    costs about 80 bytes an event here instead of whole rows with their metadata.
+    costs about 80 bytes an event here instead of whole rows with their metadata. A sampled
+    day's slices are estimated from its judged events, weighted by their `stratum`.
     """
     accumulator = SliceAccumulator(slice_keys, bloat_line, pair_bounds)
     for chunk in warehouse.read_partition(EVENT_METRICS_TABLE, day, _EVENT_METRIC_READ_COLUMNS):
@@ -253,6 +255,7 @@ def slice_metadata(frame: pd.DataFrame) -> dict[str, Any]:
     for record in frame_records(frame):
         label = record["slice"]
         metadata[f"events/{label}"] = int(record["events"])
+        metadata[f"judged/{label}"] = int(record["evaluated"])
         for metric in METRICS:
             value = record.get(f"mean_{metric}")
             if value is not None:
@@ -263,19 +266,23 @@ def slice_metadata(frame: pd.DataFrame) -> dict[str, Any]:
 def slice_markdown(frame: pd.DataFrame) -> str:
     """A small markdown table of the slices, for the materialization page."""
     lines = [
-        "| slice | events | invalid | errors | recall | precision | f1 | ndcg |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| slice | events | judged | invalid | errors | recall | precision | f1 | ndcg |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
 
-    def fmt(value: Any) -> str:
-        return "–" if value is None else f"{value:.3f}"
+    def fmt(record: dict[str, Any], metric: str) -> str:
+        """The mean, and ± its sampling standard error when there is one."""
+        value, error = record.get(f"mean_{metric}"), record.get(f"se_{metric}")
+        if value is None:
+            return "–"
+        return f"{value:.3f} ± {error:.3f}" if error else f"{value:.3f}"
 
     for record in frame_records(frame):
         lines.append(
             f"| {_markdown_escape(str(record['slice']))} | {record['events']} | "
-            f"{record['invalid']} | {record['errors']} | {fmt(record['mean_recall'])} | "
-            f"{fmt(record['mean_precision'])} | {fmt(record['mean_f1'])} | "
-            f"{fmt(record['mean_ndcg'])} |"
+            f"{record['evaluated']} | {record['invalid']} | {record['errors']} | "
+            + " | ".join(fmt(record, metric) for metric in METRICS)
+            + " |"
         )
     return "\n".join(lines)
 
@@ -311,7 +318,9 @@ def build_slice_metrics(
     description=(
         "Per (day, slice) aggregates: counts, mean/std/p10 of the metrics over defined "
         "values, share of events with recall < 1 and with precision below the bloat line, "
-        "mean K, tokens and cost. The slice checks run on this table."
+        "mean K, tokens and cost. On a sampled day: the population, the judged sample and "
+        "estimates with their sampling standard errors (se_*). The slice checks run on "
+        "this table."
     ),
     metadata=table_metadata(SLICE_METRICS_TABLE),
 )

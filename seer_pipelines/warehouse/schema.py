@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import sqlalchemy as sa
 
-from seer_metrics.slices import SLICE_COLUMNS
+from seer_metrics.slices import METRICS, SLICE_COLUMNS
 
 JUDGMENTS_TABLE = "seer_judgments"
 EVENT_METRICS_TABLE = "seer_event_metrics"
@@ -36,11 +36,21 @@ _USAGE_COLUMNS = (
     ("cost_usd", sa.Float, "estimated cost in USD from the evaluator's price table"),
 )
 
+_STRATUM_DOC = (
+    "sampling stratum: the event's values of the slice keys (env=prod|feature_flag=v2); "
+    "NULL for invalid rows"
+)
+
 _JUDGMENT_COLUMNS = (
     ("partition_date", sa.Date, "UTC day of event_ts (the Dagster partition)"),
     ("event_id", sa.Text, "event id from the source, or a stable hash of the row"),
     ("event_ts", sa.DateTime(timezone=True), "when the retrieval happened (UTC)"),
-    ("status", sa.String(16), "ok, invalid (bad row) or error (evaluator failed)"),
+    (
+        "status",
+        sa.String(16),
+        "ok, invalid (bad row), error (evaluator failed), not_sampled (outside the day's "
+        "sample) or skipped_budget (the day's budget was spent first)",
+    ),
     ("reason", sa.Text, "one-line reason for invalid and error rows"),
     ("judgment_key", sa.String(64), "content hash of query, context, model and prompt version"),
     ("judgment", sa.JSON, "requirements with supporting passage ids (restricted to the context)"),
@@ -49,6 +59,7 @@ _JUDGMENT_COLUMNS = (
     ("n", sa.Integer, "number of context passages"),
     ("duplicate_ids", sa.Integer, "passage ids renamed because they repeated"),
     ("metadata", sa.JSON, "the event's metadata object"),
+    ("stratum", sa.Text, _STRATUM_DOC),
     *_USAGE_COLUMNS,
     ("evaluator", sa.String(64), "evaluator name"),
     ("model", sa.String(255), "evaluator model"),
@@ -59,7 +70,11 @@ _EVENT_METRIC_COLUMNS = (
     ("partition_date", sa.Date, "UTC day of event_ts (the Dagster partition)"),
     ("event_id", sa.Text, "event id from the source, or a stable hash of the row"),
     ("event_ts", sa.DateTime(timezone=True), "when the retrieval happened (UTC)"),
-    ("status", sa.String(16), "ok, invalid or error; only ok rows have metrics"),
+    (
+        "status",
+        sa.String(16),
+        "ok, invalid, error, not_sampled or skipped_budget; only ok rows have metrics",
+    ),
     ("reason", sa.Text, "one-line reason for invalid and error rows"),
     ("recall", sa.Float, "supported requirements / K; NULL when K = 0"),
     ("precision", sa.Float, "cited passages / N; NULL when N = 0"),
@@ -72,6 +87,7 @@ _EVENT_METRIC_COLUMNS = (
     ("hallucinated_citations", sa.Integer, "citations of ids outside the context, dropped"),
     ("unverified_citations", sa.Integer, "citations whose quote was not found, dropped"),
     ("metadata", sa.JSON, "the event's metadata object"),
+    ("stratum", sa.Text, _STRATUM_DOC),
     *_USAGE_COLUMNS,
 )
 
@@ -85,7 +101,16 @@ _PASSAGE_COLUMNS = (
     ("supported_requirements", sa.JSON, "ids of the requirements this passage supports"),
 )
 
-_SLICE_INTEGER_PREFIXES = ("events", "evaluated", "invalid", "errors", "count_", "prompt_tokens")
+_SLICE_INTEGER_PREFIXES = (
+    "events",
+    "evaluated",
+    "invalid",
+    "errors",
+    "not_sampled",
+    "skipped_budget",
+    "count_",
+    "prompt_tokens",
+)
 _SLICE_DESCRIPTIONS = {
     "partition_date": "UTC day (the Dagster partition)",
     "slice": "'all', key=value of one metadata key, or of two joined by a comma "
@@ -94,8 +119,22 @@ _SLICE_DESCRIPTIONS = {
     "('all' for the whole day)",
     "slice_value": "metadata value of the slice, two joined by a comma for a pair "
     "('all' for the whole day)",
-    "events": "ingested events",
-    "evaluated": "events with status ok",
+    "events": "ingested events (the slice's population)",
+    "evaluated": "events with status ok: the judged sample on a sampled day",
+    "not_sampled": "events outside the day's sample (not judged)",
+    "skipped_budget": "events not judged because the day's budget was spent",
+    **{
+        f"mean_{m}": f"mean {m} over defined values (estimated from the sample when sampled)"
+        for m in METRICS
+    },
+    **{f"count_{m}": f"judged events with a defined {m}" for m in METRICS},
+    **{
+        f"se_{m}": f"standard error of mean_{m} from the sampling (0 when every event is judged)"
+        for m in METRICS
+    },
+    "se_share_recall_below_1": "standard error of share_recall_below_1 from the sampling",
+    "se_share_precision_below_bloat": "standard error of share_precision_below_bloat from "
+    "the sampling",
 }
 
 
