@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -167,3 +168,34 @@ def test_job_is_tagged_with_the_configured_evaluator(kind) -> None:
     )
     assert completed.returncode == 0, completed.stderr
     assert f"'seer/evaluator': '{kind}'" in completed.stdout
+
+
+def test_the_compose_deployment_wires_the_served_code_location() -> None:
+    """deploy/: PostgreSQL, the code server, the webserver and the daemon, consistently."""
+    import yaml
+
+    deploy = ROOT / "deploy"
+    services = yaml.safe_load((deploy / "docker-compose.yml").read_text())["services"]
+    assert set(services) == {"seer_postgresql", "seer_code", "seer_webserver", "seer_daemon"}
+    build = services["seer_code"]["build"]
+    assert (deploy / build["context"]).resolve() == ROOT
+    dockerfile = (ROOT / build["dockerfile"]).read_text()
+    [server] = yaml.safe_load((deploy / "workspace.yaml").read_text())["load_from"]
+    grpc = server["grpc_server"]
+    assert grpc["host"] == "seer_code"
+    command = re.search(r"^CMD (\[.*?\])$", dockerfile, flags=re.M | re.S).group(1)
+    command = json.loads(command.replace("\\\n", ""))
+    assert command[:3] == ["dagster", "code-server", "start"]
+    assert command[command.index("-p") + 1] == str(grpc["port"])
+    assert command[command.index("-m") + 1] == "seer_pipelines.definitions"
+    assert command[command.index("--location-name") + 1] == grpc["location_name"]
+    for line in re.findall(r"^COPY (.+)$", dockerfile, flags=re.M):
+        for source in line.split()[:-1]:
+            assert (ROOT / source).exists(), f"Dockerfile copies {source}, which is missing"
+    # Every process reads the instance from the environment dagster.yaml names.
+    needed = set(re.findall(r"env: (DAGSTER_PG_\w+)", (ROOT / "dagster.yaml").read_text()))
+    assert len(needed) == 5
+    for name in ("seer_code", "seer_webserver", "seer_daemon"):
+        assert needed <= set(services[name]["environment"]), name
+    for name in ("seer_webserver", "seer_daemon"):
+        assert "workspace.yaml" in services[name]["entrypoint"]
