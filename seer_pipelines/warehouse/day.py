@@ -211,7 +211,10 @@ def read_day(
     ]
     order = list(plan.order)
     if columns["event_id"] in table.c:
-        order.append(table.c[columns["event_id"]])
+        event_id = table.c[columns["event_id"]]
+        # PostgreSQL's json type has no ordering: such ids are ordered by their text.
+        as_text = isinstance(event_id.type, sa.JSON) and engine.dialect.name != "sqlite"
+        order.append(sa.cast(event_id, sa.Text) if as_text else event_id)
     query = sa.select(*selected).where(plan.where).order_by(*order)
     with engine.connect() as connection:
         result = connection.execution_options(stream_results=True, yield_per=chunk_size).execute(
