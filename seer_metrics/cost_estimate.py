@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from seer_metrics.cache import normalise_text
 from seer_metrics.evaluators.prompts import (
     REQUIREMENTS_SCHEMA,
@@ -140,6 +142,104 @@ def _cost(
     return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
 
 
+class PromptSizer:
+    """Prompt tokens of the judge's two calls for one event, from its real prompts."""
+
+    def __init__(self, model: str, count: TokenCounter | None = None, method: str | None = None):
+        if count is None:
+            count, method = token_counter(model)
+        self.count = count
+        self.method = method or "custom"
+        self._requirements_format = response_format(REQUIREMENTS_SCHEMA_NAME, REQUIREMENTS_SCHEMA)
+        self._support_format = response_format(SUPPORT_SCHEMA_NAME, SUPPORT_SCHEMA)
+
+    def requirements_tokens(self, event: RetrievalEvent) -> int:
+        """Phase 1, once per distinct query."""
+        return _prompt_tokens(
+            requirements_messages(event.task), self._requirements_format, self.count
+        )
+
+    def support_tokens(self, event: RetrievalEvent) -> int:
+        """Phase 2, once per event (its requirement list sized from the query)."""
+        sized_requirements = [("r1", event.task + " " * REQUIREMENT_LIST_OVERHEAD_CHARACTERS)]
+        passages = [(item.id, item.text) for item in event.context]
+        return _prompt_tokens(
+            support_messages(event.task, sized_requirements, passages),
+            self._support_format,
+            self.count,
+        )
+
+
+def query_digest(task: str) -> int:
+    """A 64-bit digest of the normalised query: distinct queries are counted from these."""
+    digest = hashlib.blake2b(normalise_text(task).encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest(), "big")
+
+
+class CostEstimator:
+    """`estimate_cost` over events added chunk by chunk, for all of them or a subset.
+
+    Per event only its query digest and the prompt tokens of its two calls are kept (16
+    bytes), so a day read in chunks is estimated in bounded memory, and the estimate of
+    its sample (`selected`) comes from the same pass.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        price: tuple[float, float] | None,
+        count: TokenCounter | None = None,
+        method: str | None = None,
+    ) -> None:
+        self.model = model
+        self.price = price
+        self.sizer = PromptSizer(model, count, method)
+        self._digests: list[np.ndarray] = []
+        self._requirements: list[np.ndarray] = []
+        self._support: list[np.ndarray] = []
+
+    def add(self, events: Sequence[RetrievalEvent]) -> None:
+        self._digests.append(
+            np.fromiter((query_digest(e.task) for e in events), np.uint64, len(events))
+        )
+        self._requirements.append(
+            np.fromiter((self.sizer.requirements_tokens(e) for e in events), np.int64, len(events))
+        )
+        self._support.append(
+            np.fromiter((self.sizer.support_tokens(e) for e in events), np.int64, len(events))
+        )
+
+    def estimate(self, selected: np.ndarray | None = None) -> CostEstimate:
+        """The estimate for every event added, or for those where `selected` is true."""
+        digests = np.concatenate(self._digests) if self._digests else np.empty(0, np.uint64)
+        requirements = np.concatenate(self._requirements) if self._digests else np.empty(0)
+        support = np.concatenate(self._support) if self._digests else np.empty(0)
+        if selected is not None:
+            keep = np.asarray(selected, dtype=bool)
+            digests, requirements, support = digests[keep], requirements[keep], support[keep]
+        _, first = np.unique(digests, return_index=True)
+        events, queries = len(digests), len(first)
+        prompt_tokens = int(requirements[first].sum() + support.sum())
+        completion_tokens = (
+            queries * REQUIREMENTS_COMPLETION_TOKENS + events * SUPPORT_COMPLETION_TOKENS
+        )
+        online_cost = _cost(prompt_tokens, completion_tokens, self.price)
+        calls = queries + events
+        return CostEstimate(
+            events=events,
+            distinct_queries=queries,
+            model=self.model,
+            token_count_method=self.sizer.method,
+            online=Spend(calls, prompt_tokens, completion_tokens, online_cost),
+            batch=Spend(
+                calls,
+                prompt_tokens,
+                completion_tokens,
+                None if online_cost is None else online_cost * BATCH_PRICE_FACTOR,
+            ),
+        )
+
+
 def estimate_cost(
     events: Sequence[RetrievalEvent],
     model: str,
@@ -150,39 +250,6 @@ def estimate_cost(
     """The judge's expected spend on `events` (each one judged; cached calls are not known
     here and would only lower it). `price` is USD per 1M input and output tokens, or None
     for a model without a listed price (the cost is then unknown, never zero)."""
-    if count is None:
-        count, method = token_counter(model)
-    requirements_format = response_format(REQUIREMENTS_SCHEMA_NAME, REQUIREMENTS_SCHEMA)
-    support_format = response_format(SUPPORT_SCHEMA_NAME, SUPPORT_SCHEMA)
-    queries: dict[str, str] = {}
-    prompt_tokens = 0
-    for event in events:
-        normalised = normalise_text(event.task)
-        if normalised not in queries:
-            queries[normalised] = event.task
-            prompt_tokens += _prompt_tokens(
-                requirements_messages(event.task), requirements_format, count
-            )
-        sized_requirements = [("r1", event.task + " " * REQUIREMENT_LIST_OVERHEAD_CHARACTERS)]
-        passages = [(item.id, item.text) for item in event.context]
-        prompt_tokens += _prompt_tokens(
-            support_messages(event.task, sized_requirements, passages), support_format, count
-        )
-    calls = len(queries) + len(events)
-    completion_tokens = (
-        len(queries) * REQUIREMENTS_COMPLETION_TOKENS + len(events) * SUPPORT_COMPLETION_TOKENS
-    )
-    online_cost = _cost(prompt_tokens, completion_tokens, price)
-    return CostEstimate(
-        events=len(events),
-        distinct_queries=len(queries),
-        model=model,
-        token_count_method=method or "custom",
-        online=Spend(calls, prompt_tokens, completion_tokens, online_cost),
-        batch=Spend(
-            calls,
-            prompt_tokens,
-            completion_tokens,
-            None if online_cost is None else online_cost * BATCH_PRICE_FACTOR,
-        ),
-    )
+    estimator = CostEstimator(model, price, count, method)
+    estimator.add(events)
+    return estimator.estimate()
