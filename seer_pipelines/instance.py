@@ -25,6 +25,13 @@ PAID_EVALUATOR_RUN_LIMIT = 1
 # Slots of every pool, so one judging step at a time across all runs (`event_judgments`
 # is in the `seer_evaluator` pool).
 POOL_LIMIT = 1
+# Runs stuck starting are failed, and the pool slots of ended runs freed (as in production).
+RUN_MONITORING: dict[str, Any] = {
+    "enabled": True,
+    "start_timeout_seconds": 180,
+    "max_resume_run_attempts": 0,
+    "free_slots_after_run_end_seconds": 300,
+}
 # The first line of a file this module wrote: such a file may be rewritten, any other kept.
 LOCAL_INSTANCE_HEADER = "# Local Seer instance, written by `seer demo`."
 
@@ -54,6 +61,7 @@ def local_instance_config(max_concurrent_runs: int | None = None) -> dict[str, A
             "runs": {"max_concurrent_runs": runs, "tag_concurrency_limits": evaluator_tag_limits()},
             "pools": {"default_limit": POOL_LIMIT},
         },
+        "run_monitoring": RUN_MONITORING,
         "telemetry": {"enabled": False},
     }
 

@@ -50,6 +50,7 @@ def test_local_instance_is_valid_and_limits_like_production(tmp_path) -> None:
         == production["concurrency"]["runs"]["tag_concurrency_limits"]
     )
     assert local["concurrency"]["pools"] == production["concurrency"]["pools"]
+    assert local["run_monitoring"] == production["run_monitoring"]
     with DagsterInstance.from_config(str(tmp_path)) as instance:
         assert instance.run_coordinator.__class__.__name__ == "QueuedRunCoordinator"
         assert instance.event_log_storage.supports_global_concurrency_limits
