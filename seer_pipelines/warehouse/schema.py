@@ -123,6 +123,25 @@ _SLICE_DESCRIPTIONS = {
     "evaluated": "events with status ok: the judged sample on a sampled day",
     "not_sampled": "events outside the day's sample (not judged)",
     "skipped_budget": "events not judged because the day's budget was spent",
+    "invalid": "rows that could not be parsed as an event (status invalid, with a reason)",
+    "errors": "events the evaluator failed on (status error)",
+    **{
+        f"std_{m}": f"standard deviation of {m} over judged events with a defined value "
+        "(weighted by the sample when sampled)"
+        for m in METRICS
+    },
+    "share_recall_below_1": "share of judged events with recall < 1: some requirement "
+    "has no supporting passage (estimated from the sample when sampled)",
+    "share_precision_below_bloat": "share of judged events with precision below the bloat "
+    "line (SEER_BLOAT_LINE): context bloat (estimated from the sample when sampled)",
+    "p10_recall": "10th percentile of recall over judged events (weighted when sampled)",
+    "p10_precision": "10th percentile of precision over judged events (weighted when sampled)",
+    "mean_k": "mean number of requirements K the evaluator listed per judged event",
+    "prompt_tokens": "prompt tokens spent on the slice's events by the run that judged them "
+    "(0 for cache hits)",
+    "completion_tokens": "completion tokens spent on the slice's events by the run that "
+    "judged them (0 for cache hits)",
+    "cost_usd": "estimated cost in USD of judging the slice's events (0 for cache hits)",
     **{
         f"mean_{m}": f"mean {m} over defined values (estimated from the sample when sampled)"
         for m in METRICS
@@ -206,10 +225,28 @@ def output_tables(schema: str | None) -> OutputTables:
         staging[name] = sa.Table(
             name + STAGING_SUFFIX,
             metadata,
-            sa.Column(STAGING_RUN_COLUMN, sa.String(64), nullable=False, index=True),
-            sa.Column(STAGING_SEQUENCE_COLUMN, sa.Integer, nullable=False),
-            sa.Column(STAGING_TIME_COLUMN, sa.DateTime(timezone=True)),
-            *(sa.Column(col, _column_type(spec)) for col, spec, _ in columns),
+            sa.Column(
+                STAGING_RUN_COLUMN,
+                sa.String(64),
+                nullable=False,
+                index=True,
+                comment="id of the writer (run) that staged the row",
+            ),
+            sa.Column(
+                STAGING_SEQUENCE_COLUMN,
+                sa.Integer,
+                nullable=False,
+                comment="order in which the writer staged the row (the first per key is kept)",
+            ),
+            sa.Column(
+                STAGING_TIME_COLUMN,
+                sa.DateTime(timezone=True),
+                comment="when the writer staged the row (finds stale runs)",
+            ),
+            *(
+                sa.Column(col, _column_type(spec), comment=doc or None)
+                for col, spec, doc in columns
+            ),
         )
     return OutputTables(metadata, tables, staging)
 
@@ -227,24 +264,29 @@ def alerts_table(schema: str | None = None) -> sa.Table:
     return sa.Table(
         ALERTS_TABLE,
         sa.MetaData(schema=schema),
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("partition_date", sa.Date, nullable=False),
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True, comment="row id"),
+        sa.Column("partition_date", sa.Date, nullable=False, comment="the day alerted on"),
         sa.Column("kind", sa.String(32), nullable=False, comment="check, recovered, ..."),
-        sa.Column("rule", sa.String(128), nullable=False),
-        sa.Column("slice", sa.Text, nullable=False),
-        sa.Column("severity", sa.String(8), nullable=False),
+        sa.Column("rule", sa.String(128), nullable=False, comment="rule (check) name"),
+        sa.Column("slice", sa.Text, nullable=False, comment="slice label, or the run id"),
+        sa.Column("severity", sa.String(8), nullable=False, comment="WARN or ERROR"),
         sa.Column("state", sa.String(16), nullable=False, comment="pending, sent, carried, ..."),
-        sa.Column("fingerprint", sa.String(64), nullable=False),
-        sa.Column("payload", sa.JSON, nullable=False),
-        sa.Column("run_id", sa.String(64)),
-        sa.Column("attempts", sa.Integer, nullable=False, default=0),
-        sa.Column("last_error", sa.Text),
-        sa.Column("next_attempt_at", sa.DateTime(timezone=True)),
-        sa.Column("delivered_to", sa.String(255)),
+        sa.Column(
+            "fingerprint",
+            sa.String(64),
+            nullable=False,
+            comment="hash of the verdict: a re-run re-posts only when it changes",
+        ),
+        sa.Column("payload", sa.JSON, nullable=False, comment="what the message says"),
+        sa.Column("run_id", sa.String(64), comment="Dagster run that recorded the row"),
+        sa.Column("attempts", sa.Integer, nullable=False, default=0, comment="delivery attempts"),
+        sa.Column("last_error", sa.Text, comment="error of the last failed delivery"),
+        sa.Column("next_attempt_at", sa.DateTime(timezone=True), comment="retry not before this"),
+        sa.Column("delivered_to", sa.String(255), comment="Slack channel, or console"),
         sa.Column("slack_ts", sa.String(64), comment="first Slack message carrying the row"),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("sent_at", sa.DateTime(timezone=True)),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, comment="recorded"),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, comment="last changed"),
+        sa.Column("sent_at", sa.DateTime(timezone=True), comment="delivered"),
         sa.UniqueConstraint("partition_date", "kind", "rule", "slice", name="uq_seer_alerts_key"),
     )
 
@@ -255,14 +297,14 @@ def verdicts_table(schema: str | None = None) -> sa.Table:
     return sa.Table(
         VERDICTS_TABLE,
         sa.MetaData(schema=schema),
-        sa.Column("partition_date", sa.Date, nullable=False),
-        sa.Column("rule", sa.String(128), nullable=False),
-        sa.Column("slice", sa.Text, nullable=False),
+        sa.Column("partition_date", sa.Date, nullable=False, comment="the day checked"),
+        sa.Column("rule", sa.String(128), nullable=False, comment="rule (check) name"),
+        sa.Column("slice", sa.Text, nullable=False, comment="slice label"),
         sa.Column("rule_kind", sa.String(16), nullable=False, comment="threshold or drop"),
         sa.Column("status", sa.String(16), nullable=False, comment="pass or fail"),
-        sa.Column("severity", sa.String(8), nullable=False),
+        sa.Column("severity", sa.String(8), nullable=False, comment="WARN or ERROR"),
         sa.Column("message", sa.Text, nullable=False, comment="the outcome, as the check says it"),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, comment="last written"),
         sa.Index(f"ix_{VERDICTS_TABLE}_rule_day", "rule", "partition_date"),
     )
 
@@ -273,16 +315,18 @@ def incidents_table(schema: str | None = None) -> sa.Table:
     return sa.Table(
         INCIDENTS_TABLE,
         sa.MetaData(schema=schema),
-        sa.Column("rule", sa.String(128), nullable=False),
-        sa.Column("slice", sa.Text, nullable=False),
+        sa.Column("rule", sa.String(128), nullable=False, comment="rule (check) name"),
+        sa.Column("slice", sa.Text, nullable=False, comment="slice label"),
         sa.Column("rule_kind", sa.String(16), nullable=False, comment="threshold or drop"),
-        sa.Column("severity", sa.String(8), nullable=False),
+        sa.Column("severity", sa.String(8), nullable=False, comment="WARN or ERROR"),
         sa.Column("opened_on", sa.Date, nullable=False, comment="first failing day"),
-        sa.Column("last_failed_on", sa.Date, nullable=False),
+        sa.Column("last_failed_on", sa.Date, nullable=False, comment="latest failing day"),
         sa.Column("closed_on", sa.Date, comment="the passing day that closed it; NULL: open"),
         sa.Column("failed_days", sa.Integer, nullable=False, comment="failing days in the run"),
-        sa.Column("last_message", sa.Text, nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column(
+            "last_message", sa.Text, nullable=False, comment="the latest failing day's outcome"
+        ),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, comment="last written"),
         sa.Index(f"ix_{INCIDENTS_TABLE}_rule_opened", "rule", "opened_on"),
     )
 
@@ -298,22 +342,24 @@ def batches_table(schema: str | None = None) -> sa.Table:
     return sa.Table(
         BATCHES_TABLE,
         sa.MetaData(schema=schema),
-        sa.Column("batch_id", sa.String(128), primary_key=True),
-        sa.Column("partition_date", sa.Date, nullable=False),
+        sa.Column("batch_id", sa.String(128), primary_key=True, comment="the provider's id"),
+        sa.Column("partition_date", sa.Date, nullable=False, comment="the day it judges"),
         sa.Column("phase", sa.String(16), nullable=False, comment="requirements or support"),
         sa.Column("round", sa.Integer, nullable=False, comment="1 for a resubmission"),
         sa.Column("state", sa.String(16), nullable=False, comment="the provider's status"),
         sa.Column("collected", sa.Boolean, nullable=False, comment="answers read into the cache"),
-        sa.Column("input_file_id", sa.String(128)),
-        sa.Column("requests", sa.Integer, nullable=False),
+        sa.Column("input_file_id", sa.String(128), comment="uploaded request file"),
+        sa.Column("requests", sa.Integer, nullable=False, comment="lines submitted"),
         sa.Column("completed", sa.Integer, nullable=False, comment="lines answered"),
         sa.Column("failed", sa.Integer, nullable=False, comment="lines in the error file"),
         sa.Column("stored", sa.Integer, nullable=False, comment="answers that validated"),
         sa.Column("reasons", sa.JSON, nullable=False, comment="lines not stored, by reason"),
-        sa.Column("prompt_tokens", sa.Integer, nullable=False),
-        sa.Column("completion_tokens", sa.Integer, nullable=False),
+        sa.Column("prompt_tokens", sa.Integer, nullable=False, comment="prompt tokens used"),
+        sa.Column(
+            "completion_tokens", sa.Integer, nullable=False, comment="completion tokens used"
+        ),
         sa.Column("cost_usd", sa.Float, nullable=False, comment="at the batch price"),
-        sa.Column("submitted_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("submitted_at", sa.DateTime(timezone=True), nullable=False, comment="submitted"),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, comment="last polled"),
         sa.Index(f"ix_{BATCHES_TABLE}_day", "partition_date"),
     )
