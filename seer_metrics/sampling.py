@@ -206,6 +206,13 @@ class SamplePlanner:
             population=population, sample_sizes=sizes, cutoffs=cutoffs, key=self.settings.key
         )
 
+    def chosen(self, plan: SamplePlan) -> np.ndarray:
+        """Whether each event added is in `plan`'s sample, in the order they were added."""
+        hashes = np.concatenate(self._hashes) if self._hashes else np.empty(0)
+        codes = np.concatenate(self._codes) if self._codes else np.empty(0, np.int32)
+        cutoffs = np.array([plan.cutoffs.get(stratum, -1.0) for stratum in self._code_of])
+        return hashes <= cutoffs[codes] if len(cutoffs) else np.zeros(0, dtype=bool)
+
 
 def plan_sample(
     event_ids: Sequence[str], strata: Sequence[Hashable], settings: SamplingSettings

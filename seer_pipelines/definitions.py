@@ -18,6 +18,7 @@ from seer_pipelines.assets.events import retrieval_events
 from seer_pipelines.assets.judgments import event_judgments
 from seer_pipelines.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
 from seer_pipelines.batch_sensor import seer_batch_sensor
+from seer_pipelines.budget_check import budget
 from seer_pipelines.checks import build_slice_checks
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.sensors import SENSORS as ALERT_SENSORS
@@ -33,12 +34,38 @@ def evaluator_kind() -> str:
     return EvaluatorResource().resolved_kind()
 
 
+def _number_from_environment(name: str, kind: type[int] | type[float]) -> int | float | None:
+    """$name as a number, None when unset or empty; a clear error when it is not one."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a {kind.__name__}, got {text!r}") from None
+
+
+def judging_limits_from_environment() -> dict[str, object]:
+    """Sampling and budget of the judging step: $SEER_SAMPLE_SIZE (unset: every event),
+    $SEER_SAMPLE_MIN_PER_SLICE (30), $SEER_BUDGET_USD and $SEER_BUDGET_TOKENS (unset: no
+    cap), stratified by the slice keys ($SEER_SLICE_KEYS)."""
+    keys = [key.strip() for key in os.environ.get("SEER_SLICE_KEYS", "").split(",")]
+    settings = {
+        "sample_size": _number_from_environment("SEER_SAMPLE_SIZE", int),
+        "sample_minimum_per_slice": _number_from_environment("SEER_SAMPLE_MIN_PER_SLICE", int),
+        "sample_slice_keys": [key for key in keys if key] or None,
+        "budget_usd": _number_from_environment("SEER_BUDGET_USD", float),
+        "budget_tokens": _number_from_environment("SEER_BUDGET_TOKENS", int),
+    }
+    return {name: value for name, value in settings.items() if value is not None}
+
+
 def build_resources() -> dict[str, object]:
     """Resources from the environment; the API key is an EnvVar, so it is never logged."""
     api_key = EnvVar("OPENAI_API_KEY") if os.environ.get("OPENAI_API_KEY") else None
     return {
         "warehouse": WarehouseResource(),
-        "evaluator": EvaluatorResource(api_key=api_key),
+        "evaluator": EvaluatorResource(api_key=api_key, **judging_limits_from_environment()),
         # Token, channel and URLs are read from the environment when an alert is sent.
         "slack": SlackAlertResource(),
     }
@@ -62,7 +89,7 @@ seer_daily_schedule = build_schedule_from_partitioned_job(
 
 # Asset checks, sensors and the Slack resource of the alerting side are added here.
 # One check per rule of seer_rules.yaml ($SEER_RULES_FILE); see docs/alerts.md.
-ASSET_CHECKS: list = [build_slice_checks(), rows_accounted_for]
+ASSET_CHECKS: list = [build_slice_checks(), rows_accounted_for, budget]
 SENSORS: list = [*ALERT_SENSORS, seer_batch_sensor]
 
 defs = Definitions(

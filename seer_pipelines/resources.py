@@ -23,6 +23,7 @@ from pydantic import Field, PrivateAttr
 from seer_metrics.cache import JudgmentStore
 from seer_metrics.evaluators.base import Evaluator
 from seer_metrics.redaction import redact_url
+from seer_metrics.sampling import DEFAULT_MINIMUM_PER_STRATUM, SamplingSettings
 from seer_pipelines.warehouse.day import count_unplaced, read_day
 from seer_pipelines.warehouse.engine import (
     WarehouseConfigError,
@@ -322,6 +323,40 @@ class EvaluatorResource(ConfigurableResource):
         "text ('{\"my-deployment\": [0.15, 0.6]}') or a mapping; extends the built-in list. "
         "Default $SEER_LLM_PRICES.",
     )
+
+    sample_size: int | None = Field(
+        default=None,
+        description="Events to judge per day, a sample stratified by slice; unset: every "
+        "event. Default $SEER_SAMPLE_SIZE.",
+    )
+    sample_minimum_per_slice: int | None = Field(
+        default=None,
+        description="Judged events at least per slice combination (or all of its events); "
+        "default $SEER_SAMPLE_MIN_PER_SLICE, else 30.",
+    )
+    sample_slice_keys: list[str] | None = Field(
+        default=None,
+        description="Metadata keys whose value combinations stratify the sample; default "
+        "the slice keys ($SEER_SLICE_KEYS, else env,feature_flag).",
+    )
+    budget_usd: float | None = Field(
+        default=None,
+        description="Cap on one partition's judging cost in USD; unset: no cap. Default "
+        "$SEER_BUDGET_USD.",
+    )
+    budget_tokens: int | None = Field(
+        default=None,
+        description="Cap on one partition's judging tokens; unset: no cap. Default "
+        "$SEER_BUDGET_TOKENS.",
+    )
+
+    def sampling_settings(self) -> SamplingSettings:
+        """How many events of a day the judge sees (raises `SamplingConfigError`)."""
+        minimum = self.sample_minimum_per_slice
+        return SamplingSettings(
+            target=self.sample_size,
+            minimum_per_stratum=DEFAULT_MINIMUM_PER_STRATUM if minimum is None else minimum,
+        )
 
     def resolved_kind(self) -> str:
         kind = (self.kind or os.environ.get("SEER_EVALUATOR") or "lexical").strip().lower()

@@ -31,9 +31,20 @@ from seer_metrics.evaluators.base import Evaluator
 from seer_metrics.evaluators.caching import CachingEvaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_metrics.rows import first_by_event_ts, invalid_row, judged_row
+from seer_metrics.slices import NOT_SAMPLED, SKIPPED_BUDGET
 from seer_pipelines.assets.events import GROUP_NAME, retrieval_events
 from seer_pipelines.assets.table_schemas import table_metadata
 from seer_pipelines.batch_judging import advance_day, batch_metadata
+from seer_pipelines.judging_limits import (
+    BudgetGate,
+    DayLimits,
+    JudgingLimits,
+    day_valid_events,
+    limited_events,
+    model_price,
+    plan_day,
+    sampled_events,
+)
 from seer_pipelines.partitions import daily_partitions, partition_day
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.day import day_bounds
@@ -64,6 +75,8 @@ class JudgingSummary:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     chunks: int = 0
+    not_sampled: int = 0
+    skipped_budget: int = 0
     invalid_reasons: dict[str, int] = field(default_factory=dict)
     error_reasons: dict[str, int] = field(default_factory=dict)
     error_example: str | None = None
@@ -96,6 +109,8 @@ class JudgingSummary:
             "tokens": self.prompt_tokens + self.completion_tokens,
             "estimated_cost_usd": float(self.cost_usd),
             "chunks": self.chunks,
+            "not_sampled": self.not_sampled,
+            "skipped_budget": self.skipped_budget,
             "invalid_reasons": MetadataValue.json(self.invalid_reasons),
             "error_reasons": MetadataValue.json(self.error_reasons),
         }
@@ -148,6 +163,7 @@ async def _judge_partition(
     day: date,
     progress: Callable[[JudgingSummary], None],
     max_error_share: float,
+    day_limits: DayLimits | None = None,
 ) -> JudgingSummary:
     summary = JudgingSummary()
     start, end = day_bounds(day)
@@ -174,6 +190,11 @@ async def _judge_partition(
                     summary.outside_day += 1
                     continue
                 events.append(event)
+            events, unjudged, strata = limited_events(events, day_limits, evaluator)
+            rows.extend(unjudged)
+            summary.not_sampled += sum(row["status"] == NOT_SAMPLED for row in unjudged)
+            summary.skipped_budget += sum(row["status"] == SKIPPED_BUDGET for row in unjudged)
+            spent_before = (summary.cost_usd, summary.prompt_tokens + summary.completion_tokens)
             outcomes = await evaluator.evaluate(events) if events else []
             if len(outcomes) != len(events):
                 raise RuntimeError(
@@ -182,6 +203,8 @@ async def _judge_partition(
                 )
             for event, outcome in zip(events, outcomes, strict=True):
                 row = judged_row(event, outcome, evaluator)
+                if strata:
+                    row["stratum"] = strata[event.event_id]
                 rows.append(row)
                 summary.cache_hits += int(outcome.cache_hit)
                 summary.model_calls += int(outcome.model_calls)
@@ -194,6 +217,11 @@ async def _judge_partition(
                     code = _reason_code(row["reason"])
                     summary.error_reasons[code] = summary.error_reasons.get(code, 0) + 1
                     summary.error_example = summary.error_example or row["reason"]
+            if day_limits is not None and day_limits.gate is not None:
+                day_limits.gate.settle(
+                    summary.cost_usd - spent_before[0],
+                    summary.prompt_tokens + summary.completion_tokens - spent_before[1],
+                )
             # A repeated event_id keeps its earliest row (the writer keeps the first
             # staged), whatever its status; rows are read in event_ts order across chunks.
             writer.write(first_by_event_ts(rows))
@@ -216,15 +244,20 @@ def judge_partition(
     day: date,
     progress: Callable[[JudgingSummary], None] | None = None,
     max_error_share: float = DEFAULT_MAX_ERROR_SHARE,
+    day_limits: DayLimits | None = None,
 ) -> JudgingSummary:
     """Judge one day's events with `evaluator` and replace that day in `seer_judgments`.
 
     `evaluator` should be a `CachingEvaluator` so that stored judgments are re-used and
     new ones are committed as they complete. Raises `JudgeFailingError`, leaving the day
     as it was, when more than `max_error_share` of the judged events end in error.
+    `day_limits` restricts the judging to the day's sample and budget: every other event
+    still gets its row, as `not_sampled` or `skipped_budget`.
     """
     return asyncio.run(
-        _judge_partition(warehouse, evaluator, day, progress or (lambda _: None), max_error_share)
+        _judge_partition(
+            warehouse, evaluator, day, progress or (lambda _: None), max_error_share, day_limits
+        )
     )
 
 
@@ -269,12 +302,32 @@ def event_judgments(
     evaluator: EvaluatorResource,
 ) -> Iterator[MaterializeResult]:
     day = partition_day(context.partition_key)
+    limits = JudgingLimits.of(evaluator)
+    judge = caching_evaluator(warehouse, evaluator)
+    price = model_price(judge)
+    # First pass: the day's sample and what judging it will cost, before any call.
+    day_plan = plan_day(warehouse, day, limits, judge.model if limits.paid else None, price)
+    planned = day_plan.metadata()
+    if planned:
+        context.log.info(f"{day}: {day_plan.summary()}")
+        context.log_event(
+            AssetObservation(
+                asset_key=context.asset_key, partition=context.partition_key, metadata=planned
+            )
+        )
     batches: dict[str, Any] = {}
     if evaluator.resolved_mode() == "batch":
         # Batch mode: collect finished batches, submit the next phase, never wait. While a
         # batch runs the asset is not materialized (downstream steps are skipped) and
         # seer_batch_sensor runs the day again once its batches are done.
-        day_batches = advance_day(warehouse, evaluator, day)
+        chosen = None
+        if day_plan.sample is not None:
+            chosen = [
+                event
+                for records in warehouse.iter_event_chunks(day)
+                for event in sampled_events(day_valid_events(records, day), day_plan.sample, limits)
+            ]
+        day_batches = advance_day(warehouse, evaluator, day, chosen)
         context.log.info(f"{day}: {day_batches.summary()}")
         batches = batch_metadata(day_batches)
         if not day_batches.ready:
@@ -284,7 +337,6 @@ def event_judgments(
                 )
             )
             return
-    judge = caching_evaluator(warehouse, evaluator)
     judge_at = f" at {judge.endpoint}" if judge.endpoint else ""
     context.log.info(
         f"judging {day} from {warehouse.describe()} table {warehouse.resolved_events_table()} "
@@ -299,7 +351,18 @@ def event_judgments(
             f"{sum(summary.error_reasons.values())} errors"
         )
 
-    summary = judge_partition(warehouse, judge, day, progress, config.max_error_share)
+    gate = None
+    if limits.budget.enabled:
+        gate = BudgetGate(limits.budget, judge.store, judge.model, judge.prompt_version, price)
+    day_limits = DayLimits(limits, day_plan.sample, gate)
+    summary = judge_partition(
+        warehouse, judge, day, progress, config.max_error_share, day_limits=day_limits
+    )
+    if summary.skipped_budget:
+        context.log.warning(
+            f"{day}: the budget ({limits.budget.describe()}) stopped the judging: "
+            f"{summary.skipped_budget} events are stored as skipped_budget, unjudged"
+        )
     unplaced = warehouse.count_unplaced_events()
     if unplaced:
         context.log.warning(
@@ -310,6 +373,8 @@ def event_judgments(
         metadata={
             **summary.metadata(),
             **batches,
+            **planned,
+            **(gate.metadata() if gate is not None else {}),
             "unplaced_event_ts": unplaced,
             "evaluator": judge.name,
             "model": judge.model,
