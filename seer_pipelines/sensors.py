@@ -13,7 +13,6 @@ Every alert goes through the same `seer_alerts` outbox, so none is lost or poste
 if the warehouse itself is unreachable, a crashed run is posted directly.
 """
 
-import os
 import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
@@ -42,6 +41,7 @@ from seer_pipelines.alerts import (
 from seer_pipelines.checks import SLICE_METRICS_ASSET, dispatcher_for
 from seer_pipelines.partitions import daily_partitions
 from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.settings import setting
 
 FRESHNESS_DEADLINE_ENV = "SEER_FRESHNESS_DEADLINE"
 DEFAULT_FRESHNESS_DEADLINE = "06:00"
@@ -52,7 +52,7 @@ _DEADLINE = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 def freshness_deadline(value: str | None = None) -> time:
     """The deadline (UTC) by which yesterday's partition must exist; HH:MM."""
-    raw = (value or os.environ.get(FRESHNESS_DEADLINE_ENV) or DEFAULT_FRESHNESS_DEADLINE).strip()
+    raw = (value or setting(FRESHNESS_DEADLINE_ENV) or DEFAULT_FRESHNESS_DEADLINE).strip()
     match = _DEADLINE.match(raw)
     if not match:
         raise ValueError(f"{FRESHNESS_DEADLINE_ENV} must be HH:MM (UTC), e.g. 06:00; got {raw!r}")

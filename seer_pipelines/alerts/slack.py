@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +10,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from seer_pipelines.alerts.message import DEFAULT_DAGSTER_URL, SlackMessage, render_console
+from seer_pipelines.settings import setting
 
 logger = logging.getLogger("seer.alerts")
 
@@ -58,17 +58,17 @@ class SlackAlertResource(ConfigurableResource):
     timeout_seconds: int = Field(default=10, description="HTTP timeout of one Slack call.")
 
     def resolved_token(self) -> str | None:
-        return self.token or os.environ.get("SLACK_BOT_TOKEN") or None
+        return self.token or setting("SLACK_BOT_TOKEN")
 
     def resolved_channel(self) -> str | None:
-        return self.channel or os.environ.get("SEER_SLACK_CHANNEL") or None
+        return self.channel or setting("SEER_SLACK_CHANNEL")
 
     def resolved_api_url(self) -> str:
-        url = self.api_url or os.environ.get("SEER_SLACK_API_URL") or DEFAULT_SLACK_API_URL
+        url = self.api_url or setting("SEER_SLACK_API_URL") or DEFAULT_SLACK_API_URL
         return url if url.endswith("/") else url + "/"
 
     def resolved_dagster_url(self) -> str:
-        return self.dagster_url or os.environ.get("SEER_DAGSTER_URL") or DEFAULT_DAGSTER_URL
+        return self.dagster_url or setting("SEER_DAGSTER_URL") or DEFAULT_DAGSTER_URL
 
     def is_configured(self) -> bool:
         return bool(self.resolved_token() and self.resolved_channel())

@@ -4,7 +4,6 @@ The rows are built by `seer_metrics.rows` (scoring vectorised over each chunk of
 judgments); nothing here calls a model, so these assets are cheap to re-run.
 """
 
-import os
 from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import Any
@@ -36,6 +35,7 @@ from seer_pipelines.assets.judgments import event_judgments
 from seer_pipelines.assets.table_schemas import table_metadata
 from seer_pipelines.partitions import daily_partitions, partition_day
 from seer_pipelines.resources import WarehouseConfigError, WarehouseResource
+from seer_pipelines.settings import setting
 from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,
     JUDGMENTS_TABLE,
@@ -153,14 +153,14 @@ def passage_judgments(
 
 def default_slice_keys() -> list[str]:
     """$SEER_SLICE_KEYS (comma-separated metadata keys), else env and feature_flag."""
-    configured = os.environ.get("SEER_SLICE_KEYS", "")
+    configured = setting("SEER_SLICE_KEYS") or ""
     keys = [key.strip() for key in configured.split(",") if key.strip()]
     return keys or list(DEFAULT_SLICE_KEYS)
 
 
 def default_bloat_line() -> float:
     """$SEER_BLOAT_LINE, else 0.35: precision below it counts as context bloat."""
-    configured = os.environ.get("SEER_BLOAT_LINE", "").strip()
+    configured = setting("SEER_BLOAT_LINE") or ""
     if not configured:
         return DEFAULT_BLOAT_LINE
     try:

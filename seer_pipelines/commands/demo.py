@@ -13,7 +13,6 @@ network or a key.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from datetime import date, timedelta
@@ -26,6 +25,7 @@ from seer_metrics.redaction import redact_url
 from seer_pipelines.demo_data.realistic import DEFAULT_EVENTS_PER_DAY, Release
 from seer_pipelines.instance import write_local_instance
 from seer_pipelines.resources import WarehouseConfigError, WarehouseResource, default_warehouse_url
+from seer_pipelines.settings import override, setting
 
 DEFAULT_DAGSTER_HOME = ".dagster_home"
 # `make dev` reads this file so the UI starts its partitions at the demo's first day.
@@ -63,15 +63,17 @@ def _prepare_environment(args: argparse.Namespace) -> tuple[Path, str]:
     Set before the code location is imported, so its resources resolve to the same
     places `dagster dev` will use from this directory.
     """
-    home = Path(args.dagster_home or os.environ.get("DAGSTER_HOME") or DEFAULT_DAGSTER_HOME)
+    home = Path(args.dagster_home or setting("DAGSTER_HOME") or DEFAULT_DAGSTER_HOME)
     home = home.expanduser().resolve()
     # SQLite storage under this directory, the production instance's run limits.
     write_local_instance(home)
-    os.environ["DAGSTER_HOME"] = str(home)
     url = args.url or default_warehouse_url()
-    os.environ["SEER_WAREHOUSE_URL"] = url
-    os.environ["SEER_EVALUATOR"] = "lexical"
-    os.environ.pop("SEER_EVALUATOR_MODEL", None)
+    override(
+        DAGSTER_HOME=str(home),
+        SEER_WAREHOUSE_URL=url,
+        SEER_EVALUATOR="lexical",
+        SEER_EVALUATOR_MODEL=None,
+    )
     return home, url
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from seer_metrics.redaction import redact_url
 from seer_metrics.rows import event_metric_rows, invalid_row, judged_row, score_line_row
 from seer_metrics.totals import ScoreTotals
 from seer_pipelines.commands import UsageError
+from seer_pipelines.settings import setting
 from seer_pipelines.warehouse.engine import create_warehouse_engine
 
 DEFAULT_BATCH_SIZE = 256
@@ -56,12 +56,12 @@ def add_evaluator_arguments(parser: argparse.ArgumentParser) -> None:
     """`--evaluator`, `--model`, `--cache`: shared with `seer calibrate`."""
     parser.add_argument(
         "--evaluator",
-        default=os.environ.get("SEER_EVALUATOR") or "lexical",
+        default=setting("SEER_EVALUATOR") or "lexical",
         help="lexical (offline heuristic, the default) or openai (env SEER_EVALUATOR)",
     )
     parser.add_argument(
         "--model",
-        default=os.environ.get("SEER_EVALUATOR_MODEL") or None,
+        default=setting("SEER_EVALUATOR_MODEL"),
         help="evaluator model (env SEER_EVALUATOR_MODEL)",
     )
     parser.add_argument(
