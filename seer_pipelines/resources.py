@@ -9,7 +9,6 @@ Identifiers taken from config are validated; values are always bound parameters.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date
@@ -24,6 +23,7 @@ from seer_metrics.cache import JudgmentStore
 from seer_metrics.evaluators.base import Evaluator
 from seer_metrics.redaction import redact_url
 from seer_metrics.sampling import DEFAULT_MINIMUM_PER_STRATUM, SamplingSettings
+from seer_pipelines.settings import setting
 from seer_pipelines.warehouse.day import count_unplaced, read_day
 from seer_pipelines.warehouse.engine import (
     WarehouseConfigError,
@@ -78,15 +78,15 @@ class WarehouseResource(ConfigurableResource):
     # -- settings ---------------------------------------------------------------------
 
     def resolved_url(self) -> str:
-        url = self.url or os.environ.get("SEER_WAREHOUSE_URL") or default_warehouse_url()
+        url = self.url or setting("SEER_WAREHOUSE_URL") or default_warehouse_url()
         return normalise_url(url)
 
     def resolved_schema(self) -> str | None:
-        schema = self.db_schema or os.environ.get("SEER_WAREHOUSE_SCHEMA") or None
+        schema = self.db_schema or setting("SEER_WAREHOUSE_SCHEMA")
         return validate_identifier(schema, "db_schema / SEER_WAREHOUSE_SCHEMA") if schema else None
 
     def resolved_events_table(self) -> str:
-        name = self.events_table or os.environ.get("SEER_EVENTS_TABLE") or DEFAULT_EVENTS_TABLE
+        name = self.events_table or setting("SEER_EVENTS_TABLE") or DEFAULT_EVENTS_TABLE
         return validate_identifier(name, "events_table / SEER_EVENTS_TABLE")
 
     def source_columns(self) -> dict[str, str]:
@@ -359,20 +359,20 @@ class EvaluatorResource(ConfigurableResource):
         )
 
     def resolved_kind(self) -> str:
-        kind = (self.kind or os.environ.get("SEER_EVALUATOR") or "lexical").strip().lower()
+        kind = (self.kind or setting("SEER_EVALUATOR") or "lexical").strip().lower()
         if kind not in ("lexical", "openai"):
             raise ValueError(f"SEER_EVALUATOR / kind must be 'lexical' or 'openai', got {kind!r}")
         return kind
 
     def resolved_mode(self) -> str:
         """`online` or `batch`; always `online` for the lexical evaluator."""
-        mode = (self.mode or os.environ.get("SEER_LLM_MODE") or "online").strip().lower()
+        mode = (self.mode or setting("SEER_LLM_MODE") or "online").strip().lower()
         if mode not in ("online", "batch"):
             raise ValueError(f"SEER_LLM_MODE / mode must be 'online' or 'batch', got {mode!r}")
         return mode if self.resolved_kind() == "openai" else "online"
 
     def resolved_model(self) -> str | None:
-        return self.model or os.environ.get("SEER_EVALUATOR_MODEL") or None
+        return self.model or setting("SEER_EVALUATOR_MODEL")
 
     def resolved_prices(self) -> dict[str, tuple[float, float]] | None:
         """The configured price table on top of the built-in one; None when unset, so
@@ -410,7 +410,7 @@ class EvaluatorResource(ConfigurableResource):
             return build_evaluator(kind, model=self.resolved_model(), store=store)
         options: dict[str, Any] = {
             "api_key": self.api_key,
-            "base_url": self.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            "base_url": self.base_url or setting("OPENAI_BASE_URL"),
             "max_concurrency": self.max_concurrency,
             "requests_per_minute": self.requests_per_minute,
             "tokens_per_minute": self.tokens_per_minute,
