@@ -10,8 +10,12 @@ slice, every drop rule) at the configured false-discovery rate. `tau^2` is the d
 variance of the baseline's daily means beyond their sampling noise (0 for a same-day
 baseline), so a metric that wobbles from day to day needs a larger drop to alert.
 
-Below the minimum sample size (events with a defined value of the statistic) a rule
-reports `not_enough_data`, never a pass or a fail.
+On a sampled day `n` is the number of events the judged ones stand for and the sampling
+variance of each mean (`se_*` of the slice table) is added to its side, so a mean from 40
+judged events out of 4,000 is as noisy as 40 events, never as quiet as 4,000.
+
+Below the minimum sample size (judged events with a defined value of the statistic) a
+rule reports `not_enough_data`, never a pass or a fail.
 """
 
 from __future__ import annotations
@@ -30,9 +34,12 @@ from seer_metrics.rules.readings import (
     TOLERANCE,
     Effective,
     daily_values,
+    day_variance,
     effective,
     event_count,
     number_or_none,
+    represented_events,
+    sampling_error,
 )
 from seer_metrics.rules.scope import in_scope, slice_matches
 from seer_metrics.rules.statistics import (
@@ -80,8 +87,11 @@ def _evaluate_drop(
         )
     delta = baseline.mean - observed
     observed_std = number_or_none(row.get(f"std_{metric}")) or 0.0
+    # On a sampled day both sides also carry their sampling variance (see day_variance).
     standard_error = math.sqrt(
-        observed_std**2 / sample + baseline.std**2 / baseline.count + baseline.between_day_variance
+        day_variance(row, rule.statistic, observed_std, sample)
+        + baseline.mean_variance
+        + baseline.between_day_variance
     )
     noise = z_value(rule.confidence) * standard_error if rule.confidence is not None else 0.0
     failed = delta >= settings.threshold - TOLERANCE and delta > noise
@@ -132,11 +142,18 @@ def _drop_baseline(
         if mean is None or count == 0:
             return None, description
         std = number_or_none(other.get(f"std_{metric}")) or 0.0
-        return pool_groups([mean], [std], [count]), description
+        population = represented_events(other, count)
+        error = sampling_error(other, rule.statistic)
+        return pool_groups([mean], [std], [count], [population], [error]), description
     daily = daily_values(rule, past, day)
     if not daily.counts:
         return None, description
-    return pool_groups(daily.values, daily.stds, daily.counts), description
+    return (
+        pool_groups(
+            daily.values, daily.stds, daily.counts, daily.populations, daily.standard_errors
+        ),
+        description,
+    )
 
 
 def _history_by_slice(history: pd.DataFrame | None) -> dict[str, pd.DataFrame]:

@@ -15,6 +15,8 @@ from seer_metrics.rules.readings import (
     TOLERANCE,
     Effective,
     daily_values,
+    day_variance,
+    effective_count,
     event_count,
     number_or_none,
 )
@@ -49,7 +51,7 @@ def evaluate_level(
             ),
         )
     if rule.baseline is not None:
-        return _evaluate_normal_level(rule, settings, base, observed, sample, past)
+        return _evaluate_normal_level(rule, settings, base, observed, sample, past, row)
     beyond = (
         observed < settings.threshold
         if rule.comparison == "below"
@@ -58,11 +60,13 @@ def evaluate_level(
     bound_note: tuple[float, float] | None = None
     inconclusive = False
     if rule.confidence is not None:
+        # A sampled day's statistic carries its sampling error too (see day_variance).
         if statistic in SHARE_STATISTICS:
-            low, high = wilson_interval(observed, sample, rule.confidence)
+            count = effective_count(row, statistic, observed, sample)
+            low, high = wilson_interval(observed, count, rule.confidence)
         else:
             std = number_or_none(row.get(statistic.replace("mean_", "std_"))) or 0.0
-            half = z_value(rule.confidence) * std / math.sqrt(sample)
+            half = z_value(rule.confidence) * math.sqrt(day_variance(row, statistic, std, sample))
             low, high = observed - half, observed + half
         # towards the breach, and towards health
         breach, health = (high, low) if rule.comparison == "below" else (low, high)
@@ -106,6 +110,7 @@ def _evaluate_normal_level(
     observed: float,
     sample: int,
     past: pd.DataFrame | None,
+    row: Mapping[str, Any],
 ) -> CheckOutcome:
     """A share against the slice's normal share: the median of its trailing daily shares.
 
@@ -135,9 +140,17 @@ def _evaluate_normal_level(
             ),
         )
     normal = median(daily.values)
-    pooled = pool_groups(daily.values, daily.stds, daily.counts)
+    pooled = pool_groups(
+        daily.values, daily.stds, daily.counts, daily.populations, daily.standard_errors
+    )
     spread = share_std(normal, max(sample, 2)) if statistic in SHARE_STATISTICS else pooled.std
-    standard_error = math.sqrt(spread**2 / sample + spread**2 / total + pooled.between_day_variance)
+    # Today's and the baseline's sampling variances join the noise on sampled days.
+    standard_error = math.sqrt(
+        day_variance(row, statistic, spread, sample)
+        + spread**2 / (pooled.population or total)
+        + pooled.sampling_variance
+        + pooled.between_day_variance
+    )
     moved = observed - normal if rule.comparison == "above" else normal - observed
     noise = z_value(rule.confidence) * standard_error if rule.confidence is not None else 0.0
     failed = moved >= settings.threshold - TOLERANCE and moved > noise

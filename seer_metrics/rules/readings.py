@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -62,20 +62,56 @@ def effective(rule: Rule, label: str, default_minimum: int) -> Effective:
     return settings
 
 
+def represented_events(row: Any, count: int) -> float:
+    """How many events the `count` judged events behind a statistic stand for: `count`
+    itself when every event was judged, more on a sampled day (the judged share of the
+    slice's events that were to be judged)."""
+    judged = event_count(row.get("evaluated"))
+    unjudged = event_count(row.get("not_sampled")) + event_count(row.get("skipped_budget"))
+    if not judged or not unjudged:
+        return float(count)
+    return count * (judged + unjudged) / judged
+
+
+def sampling_error(row: Any, statistic: str) -> float:
+    """The sampling standard error of a slice statistic (0 when every event was judged)."""
+    return number_or_none(row.get(f"se_{statistic.removeprefix('mean_')}")) or 0.0
+
+
+def day_variance(row: Any, statistic: str, std: float, count: int) -> float:
+    """Variance of one day's statistic: the events' own noise over the events it stands
+    for, plus the sampling variance. For a fully judged day, std^2 / count."""
+    return std**2 / represented_events(row, count) + sampling_error(row, statistic) ** 2
+
+
+def effective_count(row: Any, statistic: str, share: float, count: int) -> float:
+    """The sample size a share behaves like once the sampling is counted: `count` when
+    every event was judged; fewer when a sample of a large slice carries a wide error."""
+    variance = day_variance(row, statistic, math.sqrt(max(share * (1 - share), 0.0)), count)
+    if represented_events(row, count) == count and sampling_error(row, statistic) == 0:
+        return float(count)
+    if variance <= 0:
+        return float(count)
+    return min(share * (1 - share) / variance, represented_events(row, count))
+
+
 @dataclass(frozen=True)
 class DailyValues:
-    """One slice's trailing days for one statistic: value, spread and count per day."""
+    """One slice's trailing days for one statistic: value, spread and count per day, and
+    on sampled days the events each count stands for and the sampling error."""
 
     values: list[float]
     stds: list[float]
     counts: list[int]
+    populations: list[float] = field(default_factory=list)
+    standard_errors: list[float] = field(default_factory=list)
 
 
 def daily_values(rule: Rule, past: pd.DataFrame | None, day: date) -> DailyValues:
     statistic = rule.statistic
     count_column = STATISTICS[statistic][0]
     std_column = statistic.replace("mean_", "std_")
-    result = DailyValues([], [], [])
+    result = DailyValues([], [], [], [], [])
     if past is None or past.empty or rule.baseline is None:
         return result
     start = day - timedelta(days=rule.baseline.trailing_days)
@@ -87,6 +123,8 @@ def daily_values(rule: Rule, past: pd.DataFrame | None, day: date) -> DailyValue
             continue
         result.values.append(value)
         result.counts.append(count)
+        result.populations.append(represented_events(row, count))
+        result.standard_errors.append(sampling_error(row, statistic))
         if statistic in SHARE_STATISTICS:
             result.stds.append(share_std(value, count))
         else:

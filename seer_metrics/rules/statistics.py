@@ -23,6 +23,15 @@ class PooledSample:
     count: int
     days: int
     between_day_variance: float
+    # Events the judged `count` stands for (more than `count` on sampled days), and the
+    # sampling variance of `mean` (0 when every event was judged).
+    population: float = 0.0
+    sampling_variance: float = 0.0
+
+    @property
+    def mean_variance(self) -> float:
+        """Variance of `mean` from the events and the sampling (day-to-day spread apart)."""
+        return self.std**2 / (self.population or self.count) + self.sampling_variance
 
 
 def daily_spread(daily_means: Sequence[float]) -> float:
@@ -49,9 +58,18 @@ def quantile(sorted_values: Sequence[float], q: float) -> float:
 
 
 def pool_groups(
-    means: Sequence[float], stds: Sequence[float], counts: Sequence[int]
+    means: Sequence[float],
+    stds: Sequence[float],
+    counts: Sequence[int],
+    populations: Sequence[float] | None = None,
+    standard_errors: Sequence[float] | None = None,
 ) -> PooledSample:
     """Pool per-day (mean, std with ddof=1, count) into one sample, exactly.
+
+    On sampled days `counts` are the judged events, `populations` the events they stand
+    for and `standard_errors` the sampling errors of the daily means: the pooled mean's
+    sampling variance adds up from them, and they count as the days' own noise when the
+    day-to-day variance is estimated. Without them every event was judged.
 
     The between-day variance is the variance of the daily means beyond what their own
     sampling noise explains (method of moments, floored at 0); it needs two days or more.
@@ -59,11 +77,14 @@ def pool_groups(
     `daily_spread`), so one bad day in the window (yesterday's regression) cannot inflate
     the noise enough to hide today's.
     """
-    rows = [
-        (m, 0.0 if s is None or math.isnan(s) else s, n)
-        for m, s, n in zip(means, stds, counts, strict=True)
+    populations = populations if populations is not None else counts
+    errors = standard_errors if standard_errors is not None else [0.0] * len(counts)
+    groups = [
+        (m, 0.0 if s is None or math.isnan(s) else s, n, max(float(p), n), e or 0.0)
+        for m, s, n, p, e in zip(means, stds, counts, populations, errors, strict=True)
         if n > 0
     ]
+    rows = [(m, s, n) for m, s, n, _, _ in groups]
     total = sum(n for _, _, n in rows)
     if total == 0:
         raise ValueError("pool_groups needs at least one group with events")
@@ -71,14 +92,23 @@ def pool_groups(
     within = sum((n - 1) * s * s for _, s, n in rows)
     between = sum(n * (m - mean) ** 2 for m, _, n in rows)
     variance = (within + between) / (total - 1) if total > 1 else 0.0
+    sampled = any(p > n or e > 0 for _, _, n, p, e in groups)
     tau2 = 0.0
     if len(rows) >= 2:
-        tau2 = max(
-            0.0,
-            daily_spread([m for m, _, _ in rows]) - sum(s * s / n for _, s, n in rows) / len(rows),
+        own_noise = (
+            sum(s * s / p + e * e for _, s, _, p, e in groups)
+            if sampled
+            else sum(s * s / n for _, s, n in rows)
         )
+        tau2 = max(0.0, daily_spread([m for m, _, _ in rows]) - own_noise / len(rows))
     return PooledSample(
-        mean=mean, std=math.sqrt(variance), count=total, days=len(rows), between_day_variance=tau2
+        mean=mean,
+        std=math.sqrt(variance),
+        count=total,
+        days=len(rows),
+        between_day_variance=tau2,
+        population=sum(p for _, _, _, p, _ in groups) if sampled else float(total),
+        sampling_variance=sum((n / total) ** 2 * e * e for _, _, n, _, e in groups),
     )
 
 

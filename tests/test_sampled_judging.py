@@ -1,0 +1,169 @@
+"""Sampling and budgets of the judging step, and the rules on sampled slices."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from datetime import date, timedelta
+
+import pandas as pd
+import pytest
+from dagster import AssetCheckSeverity, instance_for_test, materialize
+
+from seer_metrics.budget import Budget, BudgetTracker
+from seer_metrics.cache import JudgmentRecord, JudgmentStore, judgment_key
+from seer_metrics.evaluators.lexical import LexicalEvaluator
+from seer_metrics.events import RetrievalEvent
+from seer_metrics.rules import DEFAULT_RULES, evaluate_rules
+from seer_pipelines.assets.events import retrieval_events
+from seer_pipelines.assets.judgments import event_judgments
+from seer_pipelines.assets.metrics import event_metrics, slice_metrics_asset
+from seer_pipelines.budget_check import budget_result
+from seer_pipelines.demo_data.synthetic import generate_events, write_events
+from seer_pipelines.judging_limits import BudgetGate
+from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_testing.slice_rows import healthy_slice_row
+
+DAY = date(2026, 11, 29)
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    resource = WarehouseResource(url=f"sqlite:///{tmp_path / 'warehouse.sqlite'}")
+    records = list(generate_events(1, end_day=DAY, events_per_day=400, seed=5))
+    write_events(resource.get_engine(), records, table_name=resource.resolved_events_table())
+    yield resource
+    resource.dispose()
+
+
+def _run(warehouse: WarehouseResource, instance, **evaluator):
+    result = materialize(
+        [retrieval_events, event_judgments, event_metrics, slice_metrics_asset],
+        selection=[event_judgments, event_metrics, slice_metrics_asset],
+        instance=instance,
+        partition_key=DAY.isoformat(),
+        resources={"warehouse": warehouse, "evaluator": EvaluatorResource(**evaluator)},
+    )
+    metadata = result.asset_materializations_for_node("event_judgments")[0].metadata
+    return {key: value.value for key, value in metadata.items()}
+
+
+def _event_rows(warehouse: WarehouseResource) -> pd.DataFrame:
+    return pd.read_sql(
+        "select event_id, status, stratum, recall from seer_event_metrics", warehouse.get_engine()
+    )
+
+
+def test_a_sampled_day_keeps_every_event_and_the_same_sample_on_every_rerun(warehouse):
+    settings = {"kind": "lexical", "sample_size": 80, "sample_minimum_per_slice": 12}
+    with instance_for_test() as instance:
+        first = _run(warehouse, instance, **settings)
+        rows = _event_rows(warehouse)
+        again = _run(warehouse, instance, **settings)
+        rows_again = _event_rows(warehouse)
+    # every event of the day has its row; unsampled ones have no metrics
+    assert len(rows) == first["events"] == rows["event_id"].nunique()
+    assert set(rows["status"]) == {"ok", "not_sampled", "invalid"}
+    assert rows.loc[rows["status"] == "not_sampled", "recall"].isna().all()
+    assert first["not_sampled"] == (rows["status"] == "not_sampled").sum()
+    judged = set(rows.loc[rows["status"] == "ok", "event_id"])
+    assert len(judged) >= first["sample_size"] - first["errors"] - 5
+    # same events on the re-run, all of them cache hits
+    assert set(rows_again.loc[rows_again["status"] == "ok", "event_id"]) == judged
+    assert again["cache_hits"] == len(judged) and again["judged"] == 0
+    # the per-slice minimum: every stratum has min(its events, 12) judged events
+    valid = rows[rows["status"] != "invalid"]
+    population = Counter(valid["stratum"])
+    sampled = Counter(valid.loc[valid["status"] == "ok", "stratum"])
+    for stratum, size in population.items():
+        assert sampled[stratum] >= min(size, 12), stratum
+    slices = pd.read_sql("select * from seer_slice_metrics", warehouse.get_engine())
+    all_row = slices.set_index("slice").loc["all"]
+    assert all_row["evaluated"] == len(judged) and all_row["se_recall"] > 0
+
+
+def test_a_fully_judged_day_writes_no_unjudged_rows(warehouse):
+    with instance_for_test() as instance:
+        figures = _run(warehouse, instance, kind="lexical")
+    rows = _event_rows(warehouse)
+    assert figures["not_sampled"] == 0 and figures["skipped_budget"] == 0
+    assert set(rows["status"]) <= {"ok", "invalid", "error"}
+    slices = pd.read_sql("select se_recall, se_f1 from seer_slice_metrics", warehouse.get_engine())
+    assert (slices.fillna(0.0) == 0.0).all().all()
+
+
+def _events(count: int) -> list[RetrievalEvent]:
+    records = generate_events(1, end_day=DAY, events_per_day=count, seed=2, invalid_share=0.0)
+    return [RetrievalEvent.from_record(record) for record in records]
+
+
+def test_the_budget_stops_at_the_projected_cap_and_cached_events_stay_free(tmp_path):
+    store = JudgmentStore(tmp_path / "cache.sqlite")
+    events = _events(40)
+    gate = BudgetGate(Budget(tokens=1), store, "gpt-4o-mini", "v1", (0.15, 0.6))
+    assert gate.split(events) == ([], events) and gate.tracker.stopped_by == "tokens"
+    # A cap of about ten events: the first ones are judged, the rest are over budget.
+    probe = BudgetGate(Budget(), store, "gpt-4o-mini", "v1", (0.15, 0.6))
+    probe.split(events)
+    per_event = probe.tracker.reserved_tokens / len(events)
+    gate = BudgetGate(Budget(tokens=int(per_event * 10)), store, "gpt-4o-mini", "v1", (0.15, 0.6))
+    judge, over = gate.split(events)
+    assert 5 <= len(judge) <= 15 and judge + over == events
+    assert judge == events[: len(judge)]
+    # Judgments in the cache cost nothing: a re-run judges them again within any cap.
+    judgments = asyncio.run(LexicalEvaluator().evaluate(judge))
+    store.put_judgments(
+        JudgmentRecord(
+            judgment_key(e, "gpt-4o-mini", "v1"), e.event_id, "gpt-4o-mini", "v1", o.judgment
+        )
+        for e, o in zip(judge, judgments, strict=True)
+    )
+    rerun = BudgetGate(Budget(usd=0.0), store, "gpt-4o-mini", "v1", (0.15, 0.6))
+    assert rerun.split(events) == (judge, over)
+    # A dollar cap works the same way.
+    tracker = BudgetTracker(Budget(usd=0.01))
+    assert tracker.admit(0.004, 100) and tracker.admit(0.004, 100)
+    assert not tracker.admit(0.004, 100) and tracker.stopped_by == "usd"
+    assert tracker.admit(0.0, 0)  # free events still pass
+
+
+def test_the_budget_check_fails_with_warn_when_events_were_skipped():
+    failed = budget_result("2026-11-29", {"skipped_budget": 12, "budget": "$1.00"})
+    assert not failed.passed and failed.severity == AssetCheckSeverity.WARN
+    assert "12 events" in (failed.description or "")
+    assert budget_result("2026-11-29", {"skipped_budget": 0}).passed
+
+
+def _history(days: int = 7) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            healthy_slice_row(DAY - timedelta(days=offset), "env=prod", n=4_000, std_recall=0.45)
+            for offset in range(1, days + 1)
+        ]
+    )
+
+
+def _outcome(today: dict) -> str:
+    outcomes = evaluate_rules(DEFAULT_RULES, pd.DataFrame([today]), _history(), DAY)
+    return next(o for o in outcomes if o.rule == "recall_drop" and o.slice == "env=prod").status
+
+
+def test_forty_judged_events_do_not_page_like_four_thousand():
+    """Recall fell 0.11 (threshold 0.10) on a slice of 4,000 events: fully judged, the
+    drop is far beyond noise; estimated from 40 judged events it is not."""
+    full = healthy_slice_row(DAY, "env=prod", n=4_000, mean_recall=0.84, std_recall=0.45)
+    assert _outcome(full) == "fail"
+    sampled = healthy_slice_row(
+        DAY,
+        "env=prod",
+        n=4_000,
+        evaluated=40,
+        not_sampled=3_960,
+        count_recall=40,
+        mean_recall=0.84,
+        std_recall=0.45,
+        se_recall=0.45 / 40**0.5 * (1 - 40 / 4_000) ** 0.5,
+    )
+    assert _outcome(sampled) == "pass"
+    # and below the minimum sample the judged events count, not the slice's 4,000
+    assert _outcome({**sampled, "evaluated": 20, "count_recall": 20}) == "not_enough_data"
