@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 
 from dagster import (
+    AssetsDefinition,
     AssetSelection,
+    AssetSpec,
+    DagsterInvalidDefinitionError,
     Definitions,
     EnvVar,
     build_schedule_from_partitioned_job,
     define_asset_job,
+    map_asset_specs,
 )
 
 from seer_pipelines.accounting import rows_accounted_for
@@ -22,12 +27,57 @@ from seer_pipelines.budget_check import budget
 from seer_pipelines.checks import build_slice_checks
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.sensors import SENSORS as ALERT_SENSORS
+from seer_pipelines.settings import setting
 
 EVALUATOR_TAG = "seer/evaluator"
 # Hour (UTC) at which yesterday's partition is processed: late enough for late events.
 SCHEDULE_HOUR_UTC = int(os.environ.get("SEER_SCHEDULE_HOUR_UTC", "2"))
 
-ASSETS = [retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics_asset]
+OWNERS_ENV = "SEER_ASSET_OWNERS"
+TAGS_ENV = "SEER_ASSET_TAGS"
+
+
+def configured_owners(value: str | None) -> list[str]:
+    """Owners from $SEER_ASSET_OWNERS: comma-separated emails or `team:` names."""
+    owners = (owner.strip() for owner in (value or "").split(","))
+    return list(dict.fromkeys(owner for owner in owners if owner))
+
+
+def configured_tags(value: str | None) -> dict[str, str]:
+    """Tags from $SEER_ASSET_TAGS: comma-separated `key=value` or bare `key` (a label with
+    an empty value), e.g. `domain=search,tier=1,pii`."""
+    tags: dict[str, str] = {}
+    for item in (value or "").split(","):
+        key, _, tag_value = item.partition("=")
+        if key.strip():
+            tags[key.strip()] = tag_value.strip()
+    return tags
+
+
+def with_owners_and_tags(
+    assets: Sequence[AssetsDefinition | AssetSpec], owners: Sequence[str], tags: Mapping[str, str]
+) -> list[AssetsDefinition | AssetSpec]:
+    """Every asset with the configured owners and tags added (the catalog filters on them)."""
+    if not owners and not tags:
+        return list(assets)
+    try:
+        return list(
+            map_asset_specs(
+                lambda spec: spec.merge_attributes(owners=list(owners), tags=dict(tags)), assets
+            )
+        )
+    except DagsterInvalidDefinitionError as error:
+        raise ValueError(
+            f"{OWNERS_ENV} / {TAGS_ENV}: {error} (owners: an email or team:name; tags: "
+            "key=value with letters, digits, '-', '_' and '.')"
+        ) from None
+
+
+ASSETS = with_owners_and_tags(
+    [retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics_asset],
+    configured_owners(setting(OWNERS_ENV)),
+    configured_tags(setting(TAGS_ENV)),
+)
 
 
 def evaluator_kind() -> str:

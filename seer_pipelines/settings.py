@@ -68,6 +68,10 @@ VARIABLES: dict[str, Variable] = {
         Variable("SEER_SAMPLE_MIN_PER_SLICE", "30", "minimum sampled events per slice"),
         Variable("SEER_BUDGET_USD", "unset: no cap", "judging budget per day in USD"),
         Variable("SEER_BUDGET_TOKENS", "unset: no cap", "judging budget per day in tokens"),
+        Variable("SEER_ASSET_OWNERS", "unset: no owner",
+                 "owners of every Seer asset: emails or team:name, comma-separated"),
+        Variable("SEER_ASSET_TAGS", "unset: no tags",
+                 "tags of every Seer asset: key=value or key, comma-separated"),
         Variable("DAGSTER_HOME", "./.dagster_home for make dev and seer demo",
                  "Dagster instance directory"),
     )
