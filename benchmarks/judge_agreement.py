@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no labeled file given and no bundled sample found", file=sys.stderr)
         return 2
     try:
-        evaluator = build_evaluator(args.evaluator, model=args.model)
+        evaluator = build_evaluator(args.evaluator, model=args.model, environ=os.environ)
     except ValueError as error:
         print(f"error: --evaluator {args.evaluator}: {error}", file=sys.stderr)
         return 2

@@ -23,7 +23,7 @@ from seer_metrics.cache import JudgmentStore
 from seer_metrics.evaluators.base import Evaluator
 from seer_metrics.redaction import redact_url
 from seer_metrics.sampling import DEFAULT_MINIMUM_PER_STRATUM, SamplingSettings
-from seer_pipelines.settings import setting
+from seer_pipelines.settings import environment, setting
 from seer_pipelines.warehouse.day import count_unplaced, read_day
 from seer_pipelines.warehouse.engine import (
     WarehouseConfigError,
@@ -422,5 +422,6 @@ class EvaluatorResource(ConfigurableResource):
             kind,
             model=self.resolved_model(),
             store=store,
+            environ=environment(),
             **{key: value for key, value in options.items() if value is not None},
         )

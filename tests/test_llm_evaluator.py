@@ -495,7 +495,9 @@ def test_settings_are_validated_with_the_setting_named(monkeypatch) -> None:
 def test_factory_builds_the_openai_judge_from_the_environment(server, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "env-key")
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-    evaluator = build_evaluator("openai", model="gpt-4o-mini", requests_per_minute=None)
+    evaluator = build_evaluator(
+        "openai", model="gpt-4o-mini", requests_per_minute=None, environ=os.environ
+    )
     assert isinstance(evaluator, LLMEvaluator)
     (outcome,) = asyncio.run(evaluator.evaluate([_event("e1")]))
     assert outcome.status == "ok" and server.count() == 2

@@ -6,6 +6,7 @@ Commands, Dagster resources and benchmarks all build evaluators through
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator, TokenUsage
@@ -22,13 +23,16 @@ def build_evaluator(
     *,
     model: str | None = None,
     store: JudgmentStore | None = None,
+    environ: Mapping[str, str] | None = None,
     **settings: Any,
 ) -> Evaluator:
     """Build the evaluator named by `kind`; `model` overrides its default model.
 
     `store` keeps the LLM judge's phase-1 requirement lists (so K is stable across runs);
-    wrap the result in `caching.CachingEvaluator` to re-use whole judgments. Raises `ValueError`
-    naming the kind or setting at fault.
+    wrap the result in `caching.CachingEvaluator` to re-use whole judgments. `environ` is where
+    the LLM judge reads its `OPENAI_*` and `SEER_LLM_*` settings (the caller's environment;
+    the library never reads the process's own). Raises `ValueError` naming the kind or setting
+    at fault.
     """
     normalised = kind.strip().lower() if isinstance(kind, str) else kind
     if normalised == "lexical":
@@ -43,7 +47,7 @@ def build_evaluator(
     if normalised == "openai":
         from seer_metrics.evaluators.llm import LLMEvaluator, LLMSettings
 
-        llm_settings = LLMSettings.from_env(model=model, **settings)
+        llm_settings = LLMSettings.from_env(environ, model=model, **settings)
         return LLMEvaluator(llm_settings, requirement_store=store)
     raise ValueError(f"unknown evaluator {kind!r}: choose one of {', '.join(EVALUATOR_KINDS)}")
 

@@ -20,7 +20,6 @@ import asyncio
 import json
 import logging
 import math
-import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -167,9 +166,16 @@ class LLMSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LLMSettings:
-        """Settings from `SEER_EVALUATOR_MODEL` and `SEER_LLM_*` variables, then overrides."""
-        environ = os.environ if environ is None else environ
+        """Settings from `environ` (the caller's environment mapping: `SEER_EVALUATOR_MODEL`,
+        `SEER_LLM_*`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`), then overrides.
+
+        The library never reads the process environment itself; None means an empty one.
+        """
+        environ = {} if environ is None else environ
         values: dict[str, Any] = {}
+        for variable, name in (("OPENAI_API_KEY", "api_key"), ("OPENAI_BASE_URL", "base_url")):
+            if environ.get(variable, "").strip():
+                values[name] = environ[variable].strip()
         if environ.get("SEER_EVALUATOR_MODEL"):
             values["model"] = environ["SEER_EVALUATOR_MODEL"]
         numeric = {
@@ -202,9 +208,10 @@ class LLMSettings:
         unknown = set(overrides) - known
         if unknown:
             raise ValueError(f"unknown LLM settings: {', '.join(sorted(unknown))}")
-        # `model=None` means "not given" (the factory passes it through); any other None
-        # is meant, e.g. `requests_per_minute=None` for no pacing.
-        values.update({k: v for k, v in overrides.items() if not (k == "model" and v is None)})
+        # `model=None` (and a None key or endpoint) means "not given" (the factory passes it
+        # through); any other None is meant, e.g. `requests_per_minute=None` for no pacing.
+        not_given = {"model", "api_key", "base_url"}
+        values.update({k: v for k, v in overrides.items() if not (k in not_given and v is None)})
         return cls(**values)
 
     def price_for(self, model: str) -> tuple[float, float] | None:
@@ -360,7 +367,7 @@ class LLMEvaluator:
         self.model = self.settings.model
         self.prompt_version = prompts.PROMPT_VERSION
         self._store = requirement_store
-        if not (self.settings.api_key or os.environ.get("OPENAI_API_KEY")):
+        if not self.settings.api_key:
             raise ValueError(
                 "the openai evaluator needs an API key: set OPENAI_API_KEY (for a local "
                 "endpoint such as vLLM or Ollama any non-empty value works)"
@@ -379,9 +386,7 @@ class LLMEvaluator:
         self._requirements: dict[str, tuple[Requirement, ...]] = {}
         self._loop_state: _LoopState | None = None
         # Where requests go, without credentials: for logs and failure messages.
-        self.endpoint = redact_url(
-            self.settings.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        )
+        self.endpoint = redact_url(self.settings.base_url or DEFAULT_BASE_URL)
 
     async def evaluate(
         self, events: Sequence[RetrievalEvent], on_outcome: OutcomeCallback | None = None

@@ -30,7 +30,7 @@ from seer_metrics.redaction import redact_url
 from seer_metrics.rows import event_metric_rows, invalid_row, judged_row, score_line_row
 from seer_metrics.totals import ScoreTotals
 from seer_pipelines.commands import UsageError
-from seer_pipelines.settings import setting
+from seer_pipelines.settings import environment, setting
 from seer_pipelines.warehouse.engine import create_warehouse_engine
 
 DEFAULT_BATCH_SIZE = 256
@@ -85,7 +85,9 @@ def build_command_evaluator(args: argparse.Namespace) -> Evaluator:
             ) from None
     try:
         # The store also keeps the LLM judge's requirement lists, so K is stable across runs.
-        evaluator = build_evaluator(args.evaluator, model=args.model, store=store)
+        evaluator = build_evaluator(
+            args.evaluator, model=args.model, store=store, environ=environment()
+        )
     except ValueError as error:
         raise UsageError(f"--evaluator {args.evaluator}: {error}") from None
     if store is None:
