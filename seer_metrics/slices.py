@@ -1,10 +1,8 @@
 """Per-(day, slice) aggregates.
 
 A slice is `all`, one value of one metadata key (`env=prod`), or one value of each of two
-keys (`env=prod,feature_flag=retrieval-v2`): a regression often lives where two keys meet,
-and on either key alone it is diluted by the unaffected traffic. Pair slices are bounded
-so they cannot flood the table or the rules: a pair of values needs at least
-`pair_minimum_events` events that day, and only the `max_pair_slices` largest are kept.
+keys (`env=prod,feature_flag=retrieval-v2`), bounded by volume (`seer_metrics.slice_groups`
+forms the groups and says why).
 
 Means, shares and quantiles are taken over defined values only (NULL metrics are left
 out), and the counts and standard deviations behind each mean are kept so that rules can
@@ -29,15 +27,22 @@ import numpy as np
 import pandas as pd
 
 from seer_metrics.sampling import estimate_domain_mean
+from seer_metrics.slice_groups import (
+    ALL_SLICE,
+    DEFAULT_MAX_PAIR_SLICES,
+    DEFAULT_PAIR_MINIMUM_EVENTS,
+    PAIR_SEPARATOR,
+    PairSliceBounds,
+    key_groups,
+    pair_groups,
+    pair_label,
+    positions_by_code,
+    slice_label,
+)
 
 METRICS = ("recall", "precision", "f1", "ndcg")
 DEFAULT_SLICE_KEYS = ("env", "feature_flag")
 DEFAULT_BLOAT_LINE = 0.35
-DEFAULT_PAIR_MINIMUM_EVENTS = 100
-DEFAULT_MAX_PAIR_SLICES = 50
-ALL_SLICE = "all"
-# Joins the keys and the values of a pair slice: `env,feature_flag` / `prod,retrieval-v2`.
-PAIR_SEPARATOR = ","
 # Statuses of events left unjudged on purpose: outside the day's sample, or past its budget.
 NOT_SAMPLED = "not_sampled"
 SKIPPED_BUDGET = "skipped_budget"
@@ -67,15 +72,6 @@ SLICE_COLUMNS = (
     "completion_tokens",
     "cost_usd",
 )
-
-
-def slice_label(key: str, value: str) -> str:
-    return ALL_SLICE if key == ALL_SLICE else f"{key}={value}"
-
-
-def pair_label(first: tuple[str, str], second: tuple[str, str]) -> str:
-    """The label of a pair slice: `env=prod,feature_flag=retrieval-v2`."""
-    return f"{slice_label(*first)}{PAIR_SEPARATOR}{slice_label(*second)}"
 
 
 def metadata_value(metadata: Any, key: str) -> str | None:
@@ -302,95 +298,6 @@ def _add_sums(day: _DayArrays, row: dict[str, float | int], rows: np.ndarray | N
         row[name] = total if name == "cost_usd" else int(total)
 
 
-@dataclass(frozen=True)
-class PairSliceBounds:
-    """How many pair slices a day may have: each needs `minimum_events` events that day,
-    and only the `max_slices` largest are kept (0 turns pair slices off)."""
-
-    minimum_events: int = DEFAULT_PAIR_MINIMUM_EVENTS
-    max_slices: int = DEFAULT_MAX_PAIR_SLICES
-
-    def __post_init__(self) -> None:
-        if self.minimum_events < 1:
-            raise ValueError(f"pair minimum_events must be >= 1, got {self.minimum_events}")
-        if self.max_slices < 0:
-            raise ValueError(f"max pair slices must be >= 0, got {self.max_slices}")
-
-
-@dataclass(frozen=True)
-class _KeyGroups:
-    """One key's values on one day: a code per event (-1 when missing), values sorted."""
-
-    key: str
-    codes: np.ndarray
-    values: list[str]
-
-
-def _key_groups(key: str, values: pd.Series) -> _KeyGroups:
-    codes, uniques = pd.factorize(values, sort=True)
-    return _KeyGroups(key, np.asarray(codes, dtype=np.int64), [str(v) for v in uniques])
-
-
-def _positions_by_code(codes: np.ndarray, count: int) -> list[np.ndarray]:
-    """Row positions (ascending) of each code in 0..count-1; -1 (missing) is left out."""
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(count + 1))
-    return [order[bounds[code] : bounds[code + 1]] for code in range(count)]
-
-
-def _pair_codes(first: _KeyGroups, second: _KeyGroups) -> np.ndarray:
-    """One code per event for the pair of values it has (-1 when either is missing)."""
-    both = (first.codes >= 0) & (second.codes >= 0)
-    return np.where(both, first.codes * len(second.values) + second.codes, -1)
-
-
-def _pair_groups(
-    groups: Sequence[_KeyGroups], bounds: PairSliceBounds
-) -> list[tuple[str, str, str, np.ndarray]]:
-    """(slice, slice_key, slice_value, positions) of the pair slices kept for the day.
-
-    Candidates are every pair of values of two keys with at least `minimum_events`
-    events; the `max_slices` largest are kept (ties: key order, then value order), and
-    they come out in key order, then value order, like the single-key slices. The pair
-    codes are built one key pair at a time and dropped, so memory stays a few arrays.
-    """
-    if bounds.max_slices == 0:
-        return []
-    pairs = [(a, b) for i, a in enumerate(groups) for b in groups[i + 1 :]]
-    candidates: list[tuple[int, int, int]] = []  # (-events, pair index, pair code)
-    for pair_index, (first, second) in enumerate(pairs):
-        codes = _pair_codes(first, second)
-        # np.unique, not bincount: two keys with many values have a huge code space.
-        present, counts = np.unique(codes[codes >= 0], return_counts=True)
-        large = counts >= bounds.minimum_events
-        candidates.extend(
-            (-int(count), pair_index, int(code))
-            for code, count in zip(present[large], counts[large], strict=True)
-        )
-    kept = sorted(candidates)[: bounds.max_slices]
-    result = []
-    for pair_index, (first, second) in enumerate(pairs):
-        codes_kept = sorted(code for _, index, code in kept if index == pair_index)
-        if not codes_kept:
-            continue
-        codes = _pair_codes(first, second)
-        order = np.argsort(codes, kind="stable")  # positions stay ascending within a code
-        starts = np.searchsorted(codes[order], codes_kept, side="left")
-        stops = np.searchsorted(codes[order], codes_kept, side="right")
-        width = len(second.values)
-        for code, begin, stop in zip(codes_kept, starts, stops, strict=True):
-            first_value, second_value = first.values[code // width], second.values[code % width]
-            result.append(
-                (
-                    pair_label((first.key, first_value), (second.key, second_value)),
-                    f"{first.key}{PAIR_SEPARATOR}{second.key}",
-                    f"{first_value}{PAIR_SEPARATOR}{second_value}",
-                    order[begin:stop],
-                )
-            )
-    return result
-
-
 def _day_rows(
     day: Any,
     frame: pd.DataFrame,
@@ -410,9 +317,9 @@ def _day_rows(
             **_aggregate(arrays, bloat_line),
         }
     ]
-    groups = [_key_groups(key, values) for key, values in values_by_key]
+    groups = [key_groups(key, values) for key, values in values_by_key]
     for group in groups:
-        positions = _positions_by_code(group.codes, len(group.values))
+        positions = positions_by_code(group.codes, len(group.values))
         for value, rows_of_value in zip(group.values, positions, strict=True):
             rows.append(
                 {
@@ -423,7 +330,7 @@ def _day_rows(
                     **_aggregate(arrays, bloat_line, rows_of_value),
                 }
             )
-    for label, key, value, positions in _pair_groups(groups, pair_bounds):
+    for label, key, value, positions in pair_groups(groups, pair_bounds):
         rows.append(
             {
                 "partition_date": day,
@@ -574,3 +481,21 @@ class SliceAccumulator:
             _day_rows(day, frame, values, self.bloat_line, self.pair_bounds, self._strata.codes()),
             columns=list(SLICE_COLUMNS),
         )
+
+
+__all__ = [
+    "ALL_SLICE",
+    "DEFAULT_BLOAT_LINE",
+    "DEFAULT_MAX_PAIR_SLICES",
+    "DEFAULT_PAIR_MINIMUM_EVENTS",
+    "DEFAULT_SLICE_KEYS",
+    "METRICS",
+    "PAIR_SEPARATOR",
+    "SLICE_COLUMNS",
+    "PairSliceBounds",
+    "SliceAccumulator",
+    "metadata_value",
+    "pair_label",
+    "slice_label",
+    "slice_metrics",
+]
