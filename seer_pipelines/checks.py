@@ -1,4 +1,4 @@
-"""Asset checks on `slice_metrics`: one check per rule of `seer_rules.yaml`, per day.
+"""Asset checks on `slice_metrics`: one check per rule of the rules file, per day.
 
 All rules run in one op (`seer_slice_checks`) because they read the same rows: the
 partition's slice table and the trailing days for baselines. The op then records the
@@ -25,7 +25,13 @@ from dagster import (
     multi_asset_check,
 )
 
-from seer_metrics.rules import CheckOutcome, RulesConfig, evaluate_rules, load_rules_config
+from seer_metrics.rules import (
+    DEFAULT_CLOSE_AFTER_PASSES,
+    CheckOutcome,
+    RulesConfig,
+    evaluate_rules,
+    load_rules_config,
+)
 from seer_pipelines.alerts import (
     AlertDispatcher,
     AlertOutbox,
@@ -120,13 +126,19 @@ def examples_provider(warehouse: WarehouseResource):
     return provide
 
 
-def dispatcher_for(warehouse: WarehouseResource, slack: SlackAlertResource) -> AlertDispatcher:
+def dispatcher_for(
+    warehouse: WarehouseResource,
+    slack: SlackAlertResource,
+    close_after_passes: int = DEFAULT_CLOSE_AFTER_PASSES,
+) -> AlertDispatcher:
+    """The dispatcher of the warehouse's outbox; `close_after_passes` is the rules' count
+    of consecutive clear passes that close a service-level incident."""
     engine, schema = warehouse.get_engine(), warehouse.resolved_schema()
     return AlertDispatcher(
         AlertOutbox(engine, schema),
         slack,
         examples_provider(warehouse),
-        incidents=IncidentStore(engine, schema),
+        incidents=IncidentStore(engine, schema, close_after_passes),
     )
 
 
@@ -208,7 +220,7 @@ def build_slice_checks(
     @multi_asset_check(
         name="seer_slice_checks",
         specs=specs,
-        description="The alert rules of seer_rules.yaml on one day of the slice table.",
+        description="The alert rules (the rules file) on one day of the slice table.",
     )
     def seer_slice_checks(
         context: AssetCheckExecutionContext,
@@ -224,7 +236,7 @@ def build_slice_checks(
         )
         day_alerts, error = None, None
         try:
-            dispatcher = dispatcher_for(warehouse, slack)
+            dispatcher = dispatcher_for(warehouse, slack, rules.close_after_passes)
             dispatcher.log = context.log
             day_alerts = dispatcher.alert_on_day(day, outcomes, context.run.run_id, today)
             retried = sum(r.delivered and r.alerts > 0 for r in day_alerts.retried)

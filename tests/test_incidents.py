@@ -3,13 +3,14 @@ and closes on a pass with one reply in the thread of the alert that announced it
 
 from __future__ import annotations
 
+import random
 from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from seer_metrics.rules import CheckOutcome
+from seer_metrics.rules import CheckOutcome, Incident, advance_incidents
 from seer_pipelines.alerts import (
     CARRIED,
     KIND_CHECK,
@@ -54,9 +55,75 @@ def engine(tmp_path: Path) -> sa.Engine:
     return sa.create_engine(f"sqlite:///{tmp_path / 'warehouse.sqlite'}")
 
 
-def dispatcher_for(engine: sa.Engine, slack: FakeSlack) -> AlertDispatcher:
+def dispatcher_for(
+    engine: sa.Engine, slack: FakeSlack, close_after_passes: int = 1
+) -> AlertDispatcher:
+    """One clear pass closes an incident here, so each test reads in a few days; the
+    default hysteresis (three clear passes) has its own tests below."""
     resource = SlackAlertResource(token="xoxb-test", channel="#seer", api_url=slack.base_url)
-    return AlertDispatcher(AlertOutbox(engine), resource, incidents=IncidentStore(engine))
+    store = IncidentStore(engine, close_after_passes=close_after_passes)
+    return AlertDispatcher(AlertOutbox(engine), resource, incidents=store)
+
+
+def test_a_slice_hovering_at_its_line_is_one_incident_closed_by_three_clear_passes(
+    engine,
+) -> None:
+    """Failing and passing on alternate days: one page on the first failure, carried
+    after that, and one recovered reply on the third clear pass in a row."""
+    marks = "FPFPFPPP"
+    with FakeSlack() as slack:
+        dispatcher = dispatcher_for(engine, slack, close_after_passes=3)
+        for day, mark in zip(DAYS, marks, strict=False):
+            dispatcher.alert_on_day(day, [outcome(day, "fail" if mark == "F" else "pass")], "r")
+            if day == DAYS[len(marks) - 2]:
+                assert AlertOutbox(engine).rows(kind=KIND_RECOVERED) == []
+        assert len(slack.top_level_messages) == 1
+        root = next(r.ts for r in slack.requests if r.accepted)
+        [reply] = slack.replies(root)
+        assert f"recovered on {DAYS[len(marks) - 1]}" in reply["text"]
+    [run] = IncidentStore(engine).runs()
+    assert (run.incident.opened_on, run.incident.last_failed_on, run.failed_days) == (
+        DAYS[0],
+        DAYS[4],
+        3,
+    )
+    assert run.incident.closed_on == DAYS[len(marks) - 1]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_warehouse_follows_the_same_transitions_as_the_pure_replay(engine, seed) -> None:
+    """The stored day sequence, evaluated in any order (a backfill), gives the incidents
+    that `advance_incidents` gives day after day: one rule, one implementation. Marks:
+    fail, clear pass, inconclusive pass (within noise of the line), no verdict."""
+    rng = random.Random(seed)
+    days = [START + timedelta(days=i) for i in range(14)]
+    slices = ("env=dev", "env=staging")
+    marks = {(d, s): rng.choice("FFP?-P") for d in days for s in slices}
+
+    def outcomes_of(day: date) -> list[CheckOutcome]:
+        status = {"F": "fail", "P": "pass", "?": "pass", "-": "not_enough_data"}
+        return [
+            outcome(day, status[marks[(day, s)]], slice_label=s).replace(
+                inconclusive=marks[(day, s)] == "?"
+            )
+            for s in slices
+        ]
+
+    expected: list[tuple] = []
+    open_incidents: tuple[Incident, ...] = ()
+    for day in days:
+        changes = advance_incidents(open_incidents, outcomes_of(day), close_after_passes=3)
+        open_incidents = changes.still_open
+        expected += [(i.slice, i.opened_on, i.last_failed_on, i.closed_on) for i in changes.closed]
+    expected += [(i.slice, i.opened_on, i.last_failed_on, None) for i in open_incidents]
+    store = IncidentStore(engine, close_after_passes=3)
+    for day in rng.sample(days, len(days)):
+        store.advance(day, outcomes_of(day))
+    stored = [
+        (r.incident.slice, r.incident.opened_on, r.incident.last_failed_on, r.incident.closed_on)
+        for r in store.runs()
+    ]
+    assert sorted(stored) == sorted(expected)
 
 
 def test_a_chronic_breach_pages_once_and_recovers_once_in_its_thread(engine) -> None:

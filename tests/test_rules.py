@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import tomllib
 from dataclasses import replace
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -578,7 +578,7 @@ def test_a_chronic_breach_opens_one_incident_and_pages_once() -> None:
     open_incidents: tuple[Incident, ...] = ()
     pages_per_day, opened_per_day, closed_per_day = [], [], []
     for day, status in zip(days, statuses, strict=True):
-        changes = advance_incidents(open_incidents, [level(day, status)])
+        changes = advance_incidents(open_incidents, [level(day, status)], close_after_passes=1)
         pages_per_day.append(len(changes.pages))
         opened_per_day.append(len(changes.opened))
         closed_per_day.append(len(changes.closed))
@@ -609,12 +609,60 @@ def test_incident_transitions_keep_dates_messages_and_round_trip() -> None:
     assert rerun.pages == () and len(rerun.carried) == 1
     # an incident whose slice vanished (no outcome at all) stays open
     assert advance_incidents(first.still_open, []).carried == first.opened
-    closed = advance_incidents(again.still_open, [level("2026-11-22", "pass")])
+    closed = advance_incidents(again.still_open, [level("2026-11-22", "pass")], 1)
     assert closed.closed[0].closed_on == date(2026, 11, 22)
     assert closed.still_open == ()
 
 
-def test_drops_page_every_failing_day_and_never_open_incidents() -> None:
+def _follow_days(statuses: str, close_after_passes: int = 3):
+    """Replay one slice's days: F fail, P clear pass, ? inconclusive pass, - no verdict."""
+    words = {"F": "fail", "P": "pass", "?": "pass", "-": "not_enough_data"}
+    open_incidents: tuple[Incident, ...] = ()
+    days = []
+    for offset, mark in enumerate(statuses):
+        day = (date(2026, 11, 1) + timedelta(days=offset)).isoformat()
+        today = level(day, words[mark]).replace(inconclusive=mark == "?")
+        changes = advance_incidents(open_incidents, [today], close_after_passes)
+        open_incidents = changes.still_open
+        days.append(changes)
+    return days
+
+
+def test_an_incident_closes_only_after_consecutive_clear_passes() -> None:
+    """Hysteresis in time: a slice hovering at its line (failing one day, passing the
+    next) stays one open incident, carried without pages, until three clear passes in a
+    row; an inconclusive pass restarts the count, a day without a verdict does not."""
+    days = _follow_days("FPFPPFP?PP-F")
+    assert [len(d.pages) for d in days] == [1] + [0] * 11
+    assert [len(d.opened) for d in days] == [1] + [0] * 11
+    assert not any(d.closed for d in days)
+    assert [i.clear_passes for i in days[-2].carried] == [2]  # no verdict: not a pass
+    (incident,) = days[-1].carried
+    assert (incident.failed_days, incident.clear_passes) == (4, 0)
+    assert incident.last_failed_on == date(2026, 11, 12)
+
+    days = _follow_days("FFPP-P")
+    assert [len(d.closed) for d in days] == [0, 0, 0, 0, 0, 1]
+    (closed,) = days[-1].closed
+    assert (closed.opened_on, closed.last_failed_on, closed.closed_on) == (
+        date(2026, 11, 1),
+        date(2026, 11, 2),
+        date(2026, 11, 6),
+    )
+    # the next failure is a new incident, and pages
+    assert [len(d.pages) for d in _follow_days("FPPPF")] == [1, 0, 0, 0, 1]
+    # close_after_passes=1: the first clear pass closes (an inconclusive one still carries)
+    assert [len(d.closed) for d in _follow_days("F?P", close_after_passes=1)] == [0, 0, 1]
+
+
+def test_close_after_passes_is_a_setting_of_the_rules_file() -> None:
+    assert DEFAULT_RULES.close_after_passes == 3
+    assert parse_rules_config({"close_after_passes": 5}).close_after_passes == 5
+    with pytest.raises(RulesConfigError, match=r"close_after_passes: expected an integer >= 1"):
+        parse_rules_config({"close_after_passes": 0})
+
+
+def test_drops_page_every_failing_day_and_their_runs_never_page() -> None:
     outcomes = [
         change("2026-11-20", "fail"),
         change("2026-11-20", "pass", "env=dev"),
@@ -625,7 +673,9 @@ def test_drops_page_every_failing_day_and_never_open_incidents() -> None:
         ("f1_drop", "env=prod"),
         ("recall_floor", "env=dev"),
     ]
-    assert [i.key for i in changes.opened] == [("recall_floor", "env=dev")]
+    # the drop's run of failing days is followed (for the recovered reply), never paged
+    assert [i.key for i in changes.of_kind("threshold").opened] == [("recall_floor", "env=dev")]
+    assert [i.key for i in changes.of_kind("drop").opened] == [("f1_drop", "env=prod")]
 
 
 # ---------------------------------------------------------------------------- recall drop

@@ -9,9 +9,9 @@ Modules: `model` (rules, config, outcomes), `config` (the rules file, parsed by 
 the defaults are the packaged `default_rules.yaml`), `scope` (slice patterns),
 `statistics` (pooling, noise, Wilson bounds, false-discovery control), `readings` (a slice
 row read for a rule), `levels` (service levels), `evaluation` (drops, the day's outcomes),
-`wording` (every sentence about an outcome), `incidents` (service-level breaches opened,
-carried and closed; what pages), `attribution` (the narrowest slice that explains a
-drop, the rest of its parent: the order of an alert).
+`wording` (every sentence about an outcome), `incidents` (the one transition that opens,
+carries and closes an incident, with hysteresis; what pages), `attribution` (the
+narrowest slice that explains a drop, the rest of its parent: the order of an alert).
 """
 
 from seer_metrics.rules.attribution import (
@@ -32,8 +32,17 @@ from seer_metrics.rules.config import (
     rules_file_path,
 )
 from seer_metrics.rules.evaluation import control_false_discoveries, evaluate_rules, failing
-from seer_metrics.rules.incidents import Incident, IncidentChanges, advance_incidents
+from seer_metrics.rules.incidents import (
+    Incident,
+    IncidentChanges,
+    Verdict,
+    advance_incidents,
+    follow,
+    incident_runs,
+    open_before,
+)
 from seer_metrics.rules.model import (
+    DEFAULT_CLOSE_AFTER_PASSES,
     DEFAULT_CONFIDENCE,
     DEFAULT_FALSE_DISCOVERY_RATE,
     DEFAULT_MINIMUM_SAMPLE,
@@ -76,6 +85,7 @@ from seer_metrics.rules.wording import (
 DEFAULT_RULES: RulesConfig = default_rules()
 
 __all__ = [
+    "DEFAULT_CLOSE_AFTER_PASSES",
     "DEFAULT_CONFIDENCE",
     "DEFAULT_FALSE_DISCOVERY_RATE",
     "DEFAULT_MINIMUM_SAMPLE",
@@ -103,6 +113,7 @@ __all__ = [
     "Severity",
     "SliceOverride",
     "Status",
+    "Verdict",
     "advance_incidents",
     "alert_headline",
     "alert_order",
@@ -114,11 +125,14 @@ __all__ = [
     "default_rules_text",
     "evaluate_rules",
     "failing",
+    "follow",
     "format_value",
     "in_scope",
+    "incident_runs",
     "lead_slices",
     "load_rules_config",
     "one_sided_p_value",
+    "open_before",
     "outcome_summary",
     "parent_slices",
     "parse_rules_config",

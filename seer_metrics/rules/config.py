@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 
 from seer_metrics.rules.model import (
+    DEFAULT_CLOSE_AFTER_PASSES,
     DEFAULT_CONFIDENCE,
     DEFAULT_FALSE_DISCOVERY_RATE,
     DEFAULT_HIGH_PRIORITY_SLICES,
@@ -253,6 +254,7 @@ class RulesFileModel(_Section):
     ] = DEFAULT_HIGH_PRIORITY_SLICES
     minimum_sample: PositiveInt = DEFAULT_MINIMUM_SAMPLE
     false_discovery_rate: Rate | None = DEFAULT_FALSE_DISCOVERY_RATE
+    close_after_passes: PositiveInt = DEFAULT_CLOSE_AFTER_PASSES
     rules: tuple[RuleModel, ...] | None = None
 
 
@@ -336,7 +338,7 @@ def parse_rules_config(raw: Any, source: str = "rules") -> RulesConfig:
     """Validate a mapping (the parsed YAML) into a `RulesConfig`.
 
     Without a `rules` list the default rules are kept; every error names its key, e.g.
-    `seer_rules.yaml: rules[2] (precision_tail).threshold: expected a number, got 'high'`.
+    `my_rules.yaml: rules[2] (precision_tail).threshold: expected a number, got 'high'`.
     """
     raw = {} if raw is None else raw
     if not isinstance(raw, Mapping):
@@ -358,6 +360,7 @@ def parse_rules_config(raw: Any, source: str = "rules") -> RulesConfig:
         high_priority_slices=parsed.high_priority_slices,
         minimum_sample=parsed.minimum_sample,
         false_discovery_rate=parsed.false_discovery_rate,
+        close_after_passes=parsed.close_after_passes,
     )
 
 

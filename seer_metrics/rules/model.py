@@ -26,6 +26,8 @@ DEFAULT_MINIMUM_SAMPLE = 30
 DEFAULT_TRAILING_DAYS = 7
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_FALSE_DISCOVERY_RATE = 0.05
+# Consecutive clear passes that close a service-level incident (hysteresis in time).
+DEFAULT_CLOSE_AFTER_PASSES = 3
 DEFAULT_HIGH_PRIORITY_SLICES = ("env=prod",)
 
 # statistic -> (column counting the events it is computed over, human label)
@@ -119,6 +121,7 @@ class RulesConfig:
     high_priority_slices: tuple[str, ...] = DEFAULT_HIGH_PRIORITY_SLICES
     minimum_sample: int = DEFAULT_MINIMUM_SAMPLE
     false_discovery_rate: float | None = DEFAULT_FALSE_DISCOVERY_RATE
+    close_after_passes: int = DEFAULT_CLOSE_AFTER_PASSES
 
     def rule(self, name: str) -> Rule:
         for rule in self.rules:

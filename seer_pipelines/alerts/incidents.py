@@ -1,43 +1,39 @@
-"""Incidents in the warehouse: the day sequence of verdicts and the runs of failing days.
+"""Incidents in the warehouse: the day sequence of verdicts and the incidents it holds.
 
 Backfills evaluate days in any order, so incidents follow the day sequence, not the order
-of evaluation. For a rule on a slice only `pass` and `fail` are verdicts (`not_enough_data`,
-`no_baseline`, errors and missing slices say nothing). An incident is open on day D when
-the latest day before D with a verdict failed and no pass came since; it opened on the
-first failing day of that run and closes on the first pass after it.
+of evaluation. For a rule on a slice only `fail`, `pass` and `inconclusive` (a pass within
+noise of a service level's line) are verdicts, stored per day in `seer_check_verdicts`
+(`not_enough_data`, `no_baseline`, errors and missing slices say nothing). What a verdict
+does to an incident is the rules' pure transition (`seer_metrics.rules.incidents`):
+this module only reads and writes the tables.
 
-Evaluating day D: the incidents open on D are read from `seer_check_verdicts`, D's outcomes
-are applied to them by the rules' pure `advance_incidents` (opened / carried / closed), D's
-verdicts are stored, and `seer_incidents` is re-derived for the rules concerned. Service
-levels (threshold rules) and drop rules are followed alike; only what pages differs (see
-`alerts.dispatch`).
+Evaluating day D: the incidents open on D are the stored verdicts of the days before D,
+folded (`open_before`); D's outcomes are applied to them (`advance_incidents`), D's
+verdicts are stored, and `seer_incidents` is re-derived (`incident_runs`) for the rules
+concerned. Service levels (threshold rules) and drop rules are followed alike; only what
+pages differs (see `alerts.dispatch`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date
 
 import sqlalchemy as sa
 
 from seer_metrics.rules import CheckOutcome, as_date
-from seer_metrics.rules.incidents import Incident, IncidentChanges, advance_incidents
+from seer_metrics.rules.incidents import (
+    Incident,
+    IncidentChanges,
+    Verdict,
+    advance_incidents,
+    incident_runs,
+    open_before,
+)
+from seer_metrics.rules.model import DEFAULT_CLOSE_AFTER_PASSES
 from seer_pipelines.warehouse.schema import incidents_table, verdicts_table
 from seer_pipelines.warehouse.writer import utc_now
-
-VERDICTS = ("pass", "fail")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    day: date
-    rule: str
-    slice: str
-    rule_kind: str
-    status: str
-    severity: str
-    message: str
 
 
 @dataclass(frozen=True)
@@ -69,50 +65,17 @@ class DayIncidents:
         return None
 
 
-def incident_runs(verdicts: Sequence[Verdict]) -> list[IncidentRun]:
-    """The runs of failing days in one pair's verdicts (sorted by day), each closed by the
-    first pass after it (an open run has `closed_on` None)."""
-    runs: list[IncidentRun] = []
-    current: Incident | None = None
-    count = 0
-    kind = ""
-    for verdict in verdicts:
-        if verdict.status == "fail":
-            if current is None:
-                count, kind, opened_on = 0, verdict.rule_kind, verdict.day
-            else:
-                opened_on = current.opened_on
-            count += 1
-            current = Incident(
-                rule=verdict.rule,
-                slice=verdict.slice,
-                severity=verdict.severity,  # type: ignore[arg-type]
-                opened_on=opened_on,
-                last_failed_on=verdict.day,
-                last_message=verdict.message,
-            )
-        elif current is not None:
-            runs.append(IncidentRun(replace(current, closed_on=verdict.day), kind, count))
-            current = None
-    if current is not None:
-        runs.append(IncidentRun(current, kind, count))
-    return runs
-
-
-def open_before(verdicts: Sequence[Verdict], day: date) -> Incident | None:
-    """The incident open on `day`: the run holding the latest verdict before it, if a fail."""
-    earlier = [v for v in verdicts if v.day < day]
-    runs = incident_runs(earlier)
-    if runs and runs[-1].incident.closed_on is None:
-        return runs[-1].incident
-    return None
-
-
 class IncidentStore:
     """`seer_check_verdicts` and `seer_incidents` in the warehouse."""
 
-    def __init__(self, engine: sa.Engine, schema: str | None = None) -> None:
+    def __init__(
+        self,
+        engine: sa.Engine,
+        schema: str | None = None,
+        close_after_passes: int = DEFAULT_CLOSE_AFTER_PASSES,
+    ) -> None:
         self.engine = engine
+        self.close_after_passes = close_after_passes
         self.verdicts = verdicts_table(schema)
         self.incidents = incidents_table(schema)
         self._created = False
@@ -132,13 +95,13 @@ class IncidentStore:
         )
         return [
             Verdict(
-                as_date(row.partition_date),
-                row.rule,
-                row.slice,
-                row.rule_kind,
-                row.status,
-                row.severity,
-                row.message,
+                day=as_date(row.partition_date),
+                rule=row.rule,
+                slice=row.slice,
+                kind=row.rule_kind,
+                status=row.status,
+                severity=row.severity,
+                message=row.message,
             )
             for row in connection.execute(query)
         ]
@@ -152,32 +115,28 @@ class IncidentStore:
             by_pair: dict[tuple[str, str], list[Verdict]] = {}
             for verdict in history:
                 by_pair.setdefault((verdict.rule, verdict.slice), []).append(verdict)
-            open_levels, open_drops = [], []
-            for verdicts in by_pair.values():
-                incident = open_before(verdicts, day)
-                if incident is not None:
-                    drop = verdicts[-1].rule_kind == "drop"
-                    (open_drops if drop else open_levels).append(incident)
-            levels = advance_incidents(open_levels, [o for o in outcomes if o.kind != "drop"])
-            drops = advance_incidents(
-                open_drops, [o.replace(kind="threshold") for o in outcomes if o.kind == "drop"]
-            )
+            still_open = [
+                incident
+                for verdicts in by_pair.values()
+                if (incident := open_before(verdicts, day, self.close_after_passes)) is not None
+            ]
+            changes = advance_incidents(still_open, outcomes, self.close_after_passes)
             self._store_verdicts(connection, day, outcomes)
             self._derive_incidents(connection, rules)
-        return DayIncidents(levels, drops)
+        return DayIncidents(changes.of_kind("threshold"), changes.of_kind("drop"))
 
     def _store_verdicts(
         self, connection: sa.Connection, day: date, outcomes: Sequence[CheckOutcome]
     ) -> None:
         table = self.verdicts
-        decided = [o for o in outcomes if o.status in VERDICTS]
+        decided = [v for v in map(Verdict.of, outcomes) if v is not None]
         now = utc_now()
-        for outcome in decided:  # a verdict replaces the day's earlier one; others stay
+        for verdict in decided:  # a verdict replaces the day's earlier one; others stay
             connection.execute(
                 table.delete().where(
                     table.c.partition_date == day,
-                    table.c.rule == outcome.rule,
-                    table.c.slice == outcome.slice,
+                    table.c.rule == verdict.rule,
+                    table.c.slice == verdict.slice,
                 )
             )
         if decided:
@@ -186,15 +145,15 @@ class IncidentStore:
                 [
                     {
                         "partition_date": day,
-                        "rule": o.rule,
-                        "slice": o.slice,
-                        "rule_kind": o.kind,
-                        "status": o.status,
-                        "severity": o.severity,
-                        "message": o.message,
+                        "rule": v.rule,
+                        "slice": v.slice,
+                        "rule_kind": v.kind,
+                        "status": v.status,
+                        "severity": v.severity,
+                        "message": v.message,
                         "updated_at": now,
                     }
-                    for o in decided
+                    for v in decided
                 ],
             )
 
@@ -208,19 +167,19 @@ class IncidentStore:
         now = utc_now()
         rows = [
             {
-                "rule": run.incident.rule,
-                "slice": run.incident.slice,
-                "rule_kind": run.rule_kind,
-                "severity": run.incident.severity,
-                "opened_on": run.incident.opened_on,
-                "last_failed_on": run.incident.last_failed_on,
-                "closed_on": run.incident.closed_on,
-                "failed_days": run.failed_days,
-                "last_message": run.incident.last_message,
+                "rule": incident.rule,
+                "slice": incident.slice,
+                "rule_kind": incident.kind,
+                "severity": incident.severity,
+                "opened_on": incident.opened_on,
+                "last_failed_on": incident.last_failed_on,
+                "closed_on": incident.closed_on,
+                "failed_days": incident.failed_days,
+                "last_message": incident.last_message,
                 "updated_at": now,
             }
             for verdicts in by_pair.values()
-            for run in incident_runs(verdicts)
+            for incident in incident_runs(verdicts, self.close_after_passes)
         ]
         if rows:
             connection.execute(table.insert(), rows)
@@ -245,6 +204,8 @@ class IncidentStore:
                         last_failed_on=as_date(row.last_failed_on),
                         last_message=row.last_message,
                         closed_on=None if row.closed_on is None else as_date(row.closed_on),
+                        kind=row.rule_kind,
+                        failed_days=row.failed_days,
                     ),
                     row.rule_kind,
                     row.failed_days,

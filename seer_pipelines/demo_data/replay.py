@@ -63,6 +63,6 @@ def replay_rules(
         today = table[dates == day]
         history = table[(dates < day) & (dates >= day - window)]
         outcomes = evaluate_rules(config, today, history, day)
-        changes = advance_incidents(incidents, outcomes)
+        changes = advance_incidents(incidents, outcomes, config.close_after_passes)
         incidents = changes.still_open
         yield ReplayedDay(day, tuple(outcomes), changes)

@@ -293,7 +293,7 @@ def alerts_table(schema: str | None = None) -> sa.Table:
 
 @lru_cache(maxsize=16)
 def verdicts_table(schema: str | None = None) -> sa.Table:
-    """Pass or fail of each rule on each slice and day: the day sequence incidents follow."""
+    """The verdict of each rule on each slice and day: the day sequence incidents follow."""
     return sa.Table(
         VERDICTS_TABLE,
         sa.MetaData(schema=schema),
@@ -301,7 +301,7 @@ def verdicts_table(schema: str | None = None) -> sa.Table:
         sa.Column("rule", sa.String(128), nullable=False, comment="rule (check) name"),
         sa.Column("slice", sa.Text, nullable=False, comment="slice label"),
         sa.Column("rule_kind", sa.String(16), nullable=False, comment="threshold or drop"),
-        sa.Column("status", sa.String(16), nullable=False, comment="pass or fail"),
+        sa.Column("status", sa.String(16), nullable=False, comment="fail, pass or inconclusive"),
         sa.Column("severity", sa.String(8), nullable=False, comment="WARN or ERROR"),
         sa.Column("message", sa.Text, nullable=False, comment="the outcome, as the check says it"),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, comment="last written"),
@@ -311,7 +311,7 @@ def verdicts_table(schema: str | None = None) -> sa.Table:
 
 @lru_cache(maxsize=16)
 def incidents_table(schema: str | None = None) -> sa.Table:
-    """Runs of failing days of a rule on a slice, closed by the first pass after them."""
+    """Runs of failing days of a rule on a slice, closed by enough clear passes after them."""
     return sa.Table(
         INCIDENTS_TABLE,
         sa.MetaData(schema=schema),
@@ -321,7 +321,7 @@ def incidents_table(schema: str | None = None) -> sa.Table:
         sa.Column("severity", sa.String(8), nullable=False, comment="WARN or ERROR"),
         sa.Column("opened_on", sa.Date, nullable=False, comment="first failing day"),
         sa.Column("last_failed_on", sa.Date, nullable=False, comment="latest failing day"),
-        sa.Column("closed_on", sa.Date, comment="the passing day that closed it; NULL: open"),
+        sa.Column("closed_on", sa.Date, comment="the pass that closed it; NULL: open"),
         sa.Column("failed_days", sa.Integer, nullable=False, comment="failing days in the run"),
         sa.Column(
             "last_message", sa.Text, nullable=False, comment="the latest failing day's outcome"
