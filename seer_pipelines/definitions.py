@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 
 from dagster import (
@@ -11,7 +10,6 @@ from dagster import (
     AssetSpec,
     DagsterInvalidDefinitionError,
     Definitions,
-    EnvVar,
     build_schedule_from_partitioned_job,
     define_asset_job,
     map_asset_specs,
@@ -25,13 +23,13 @@ from seer_pipelines.assets.metrics import event_metrics, passage_judgments, slic
 from seer_pipelines.batch_sensor import seer_batch_sensor
 from seer_pipelines.budget_check import budget
 from seer_pipelines.checks import build_slice_checks
+from seer_pipelines.instance import EVALUATOR_TAG
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.sensors import SENSORS as ALERT_SENSORS
-from seer_pipelines.settings import setting
+from seer_pipelines.settings import load_settings, number_setting, secret, setting
 
-EVALUATOR_TAG = "seer/evaluator"
 # Hour (UTC) at which yesterday's partition is processed: late enough for late events.
-SCHEDULE_HOUR_UTC = int(os.environ.get("SEER_SCHEDULE_HOUR_UTC", "2"))
+SCHEDULE_HOUR_UTC = load_settings().schedule_hour_utc
 
 OWNERS_ENV = "SEER_ASSET_OWNERS"
 TAGS_ENV = "SEER_ASSET_TAGS"
@@ -84,40 +82,31 @@ def evaluator_kind() -> str:
     return EvaluatorResource().resolved_kind()
 
 
-def _number_from_environment(name: str, kind: type[int] | type[float]) -> int | float | None:
-    """$name as a number, None when unset or empty; a clear error when it is not one."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return None
-    try:
-        return kind(text)
-    except ValueError:
-        raise ValueError(f"{name} must be a {kind.__name__}, got {text!r}") from None
-
-
-def judging_limits_from_environment() -> dict[str, object]:
+def judging_limits() -> dict[str, object]:
     """Sampling and budget of the judging step: $SEER_SAMPLE_SIZE (unset: every event),
     $SEER_SAMPLE_MIN_PER_SLICE (30), $SEER_BUDGET_USD and $SEER_BUDGET_TOKENS (unset: no
     cap), stratified by the slice keys ($SEER_SLICE_KEYS)."""
-    keys = [key.strip() for key in os.environ.get("SEER_SLICE_KEYS", "").split(",")]
-    settings = {
-        "sample_size": _number_from_environment("SEER_SAMPLE_SIZE", int),
-        "sample_minimum_per_slice": _number_from_environment("SEER_SAMPLE_MIN_PER_SLICE", int),
+    keys = [key.strip() for key in (setting("SEER_SLICE_KEYS") or "").split(",")]
+    limits = {
+        "sample_size": number_setting("SEER_SAMPLE_SIZE", int),
+        "sample_minimum_per_slice": number_setting("SEER_SAMPLE_MIN_PER_SLICE", int),
         "sample_slice_keys": [key for key in keys if key] or None,
-        "budget_usd": _number_from_environment("SEER_BUDGET_USD", float),
-        "budget_tokens": _number_from_environment("SEER_BUDGET_TOKENS", int),
+        "budget_usd": number_setting("SEER_BUDGET_USD", float),
+        "budget_tokens": number_setting("SEER_BUDGET_TOKENS", int),
     }
-    return {name: value for name, value in settings.items() if value is not None}
+    return {name: value for name, value in limits.items() if value is not None}
 
 
 def build_resources() -> dict[str, object]:
-    """Resources from the environment; the API key is an EnvVar, so it is never logged."""
-    api_key = EnvVar("OPENAI_API_KEY") if os.environ.get("OPENAI_API_KEY") else None
+    """Resources from the settings; the secrets are EnvVars, so Dagster never shows them.
+
+    Settings left out here (the warehouse URL, the Slack channel, ...) are read from the
+    settings when the resource is used, after any Dagster config given for the run.
+    """
     return {
         "warehouse": WarehouseResource(),
-        "evaluator": EvaluatorResource(api_key=api_key, **judging_limits_from_environment()),
-        # Token, channel and URLs are read from the environment when an alert is sent.
-        "slack": SlackAlertResource(),
+        "evaluator": EvaluatorResource(api_key=secret("OPENAI_API_KEY"), **judging_limits()),
+        "slack": SlackAlertResource(token=secret("SLACK_BOT_TOKEN")),
     }
 
 

@@ -94,6 +94,17 @@ def setting(name: str) -> str | None:
     return raw or None
 
 
+def number_setting(name: str, kind: type[int] | type[float]) -> int | float | None:
+    """A declared variable as a number; None when unset; a bad value fails naming it."""
+    text = setting(name)
+    if text is None:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a {kind.__name__}, got {text!r}") from None
+
+
 def override(**values: str | None) -> None:
     """Set (or, with None, unset) declared variables for this process and its children.
 
