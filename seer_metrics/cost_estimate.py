@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -49,8 +48,12 @@ CHARACTERS_PER_TOKEN = 4
 TokenCounter = Callable[[str], int]
 
 
-def _tiktoken_counter(model: str) -> TokenCounter | None:
-    """tiktoken's count for `model`, only when its encoding is already cached on disk."""
+def _tiktoken_counter(model: str, cache_dir: str | None = None) -> TokenCounter | None:
+    """tiktoken's count for `model`, only when its encoding is already cached on disk.
+
+    `cache_dir` is tiktoken's cache (its `TIKTOKEN_CACHE_DIR`, passed by the caller);
+    None means tiktoken's default under the temporary directory.
+    """
     try:
         import tiktoken
     except ImportError:
@@ -64,7 +67,6 @@ def _tiktoken_counter(model: str) -> TokenCounter | None:
     constructor = getattr(openai_public, encoding_name, None)
     if constructor is None:
         return None
-    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
     cache = Path(cache_dir or Path(tempfile.gettempdir()) / "data-gym-cache")
     url = {
         "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
@@ -80,9 +82,9 @@ def _characters_counter(text: str) -> int:
     return math.ceil(len(text) / CHARACTERS_PER_TOKEN)
 
 
-def token_counter(model: str) -> tuple[TokenCounter, str]:
+def token_counter(model: str, cache_dir: str | None = None) -> tuple[TokenCounter, str]:
     """The counter for `model` and its name (`tiktoken` or `estimate`)."""
-    counter = _tiktoken_counter(model)
+    counter = _tiktoken_counter(model, cache_dir)
     return (counter, "tiktoken") if counter else (_characters_counter, "estimate")
 
 

@@ -72,6 +72,9 @@ VARIABLES: dict[str, Variable] = {
                  "owners of every Seer asset: emails or team:name, comma-separated"),
         Variable("SEER_ASSET_TAGS", "unset: no tags",
                  "tags of every Seer asset: key=value or key, comma-separated"),
+        Variable("TIKTOKEN_CACHE_DIR", "tiktoken's, under the temporary directory",
+                 "tiktoken's encodings; seer estimate counts exact tokens when cached there"),
+        Variable("DATA_GYM_CACHE_DIR", "unset", "older name of TIKTOKEN_CACHE_DIR"),
         Variable("DAGSTER_HOME", "./.dagster_home for make dev and seer demo",
                  "Dagster instance directory"),
     )

@@ -15,6 +15,7 @@ from seer_metrics.sampling import SamplingConfigError, SamplingSettings, plan_sa
 from seer_metrics.slices import DEFAULT_SLICE_KEYS, metadata_value
 from seer_pipelines.commands import UsageError
 from seer_pipelines.commands.evaluate import check_input_file
+from seer_pipelines.settings import setting
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
     if not events:
         raise UsageError(f"events file {args.events!r}: no valid event to estimate")
     price = LLMSettings(model=args.model, prices=prices).price_for(args.model)
-    count, method = token_counter(args.model)
+    count, method = token_counter(
+        args.model, setting("TIKTOKEN_CACHE_DIR") or setting("DATA_GYM_CACHE_DIR")
+    )
     everything = estimate_cost(events, args.model, price, count, method)
     sampled = (
         estimate_cost(_sampled(events, records, sampling, keys), args.model, price, count, method)
