@@ -16,7 +16,6 @@ narrowest slice that explains a drop, the rest of its parent: the order of an al
 
 from seer_metrics.rules.attribution import (
     AlertItem,
-    RestOfParent,
     alert_order,
     lead_slices,
     parent_slices,
@@ -55,6 +54,7 @@ from seer_metrics.rules.model import (
     CheckOutcome,
     Comparison,
     Priority,
+    RestOfParent,
     Rule,
     RuleKind,
     RulesConfig,

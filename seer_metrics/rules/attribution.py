@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from seer_metrics.rules import wording
-from seer_metrics.rules.model import CheckOutcome
+from seer_metrics.rules.model import CheckOutcome, RestOfParent
 from seer_metrics.rules.scope import slice_components
 from seer_metrics.slices import ALL_SLICE
 
@@ -31,30 +31,6 @@ def parent_slices(label: str) -> tuple[str, ...]:
         return ()
     components = slice_components(label)
     return components if len(components) > 1 else (ALL_SLICE,)
-
-
-@dataclass(frozen=True)
-class RestOfParent:
-    """A parent slice minus one failing child, today and in the baseline, for one rule."""
-
-    parent: str
-    statistic: str
-    events: int
-    observed: float | None
-    baseline: float | None
-    threshold: float
-
-    @property
-    def delta(self) -> float | None:
-        """How much the rest fell (positive) or rose (negative) against its baseline."""
-        if self.observed is None or self.baseline is None:
-            return None
-        return self.baseline - self.observed
-
-    @property
-    def unchanged(self) -> bool:
-        """The rest moved by less than half the rule's alerting drop: the child explains it."""
-        return self.delta is not None and abs(self.delta) < self.threshold / 2
 
 
 @dataclass(frozen=True)

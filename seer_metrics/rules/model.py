@@ -1,4 +1,5 @@
-"""The rule model: what a rule says, what the rules file holds, and the verdict of a check.
+"""The rule model: what a rule says, what the rules file holds, the verdict of a check, and
+the figures an alert explains a drop with (the rest of a parent slice).
 
 A rule is one of two kinds. A `threshold` rule is a service level: a slice statistic
 against a fixed line, or against the slice's own normal level; its failure is an incident,
@@ -194,3 +195,27 @@ class CheckOutcome:
         if self.partition_date is not None:
             data["partition_date"] = self.partition_date.isoformat()
         return data
+
+
+@dataclass(frozen=True)
+class RestOfParent:
+    """A parent slice minus one failing child, today and in the baseline, for one rule."""
+
+    parent: str
+    statistic: str
+    events: int
+    observed: float | None
+    baseline: float | None
+    threshold: float
+
+    @property
+    def delta(self) -> float | None:
+        """How much the rest fell (positive) or rose (negative) against its baseline."""
+        if self.observed is None or self.baseline is None:
+            return None
+        return self.baseline - self.observed
+
+    @property
+    def unchanged(self) -> bool:
+        """The rest moved by less than half the rule's alerting drop: the child explains it."""
+        return self.delta is not None and abs(self.delta) < self.threshold / 2

@@ -8,13 +8,9 @@ decimals, intersection slices as `env=prod × feature_flag=retrieval-v2`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from seer_metrics.rules.model import SHARE_STATISTICS, STATISTICS, CheckOutcome
+from seer_metrics.rules.model import SHARE_STATISTICS, STATISTICS, CheckOutcome, RestOfParent
 from seer_metrics.rules.scope import slice_components
-
-if TYPE_CHECKING:
-    from seer_metrics.rules.attribution import RestOfParent
 
 MINUS = "\u2212"
 
