@@ -33,3 +33,35 @@ def test_readme_and_docs_explain_themselves_without_an_outside_document():
             continue
         text = page.read_text()
         assert not re.search(r"\bSPEC\b", text), f"{page.name} refers to the SPEC"
+
+
+def _readme_section(heading: str) -> str:
+    return README.read_text().split(heading, 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_configuration_table_lists_every_setting_and_nothing_else():
+    from seer_pipelines.settings import VARIABLES
+
+    table = [line for line in _readme_section("## Configuration").splitlines() if line[:3] == "| `"]
+    listed = {
+        name for line in table for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", line.split("|")[1])
+    }
+    instance = set(
+        re.findall(r"env: (DAGSTER_PG_\w+)", (README.parent / "dagster.yaml").read_text())
+    )
+    assert listed == set(VARIABLES) | instance
+
+
+def test_the_architecture_section_names_every_module_of_the_packages():
+    block = re.findall(r"```\n(.*?)```", _readme_section("## Architecture"), flags=re.DOTALL)[0]
+    sections = re.split(r"^(seer_metrics/|seer_pipelines/)", block, flags=re.M)
+    for package, text in zip(sections[1::2], sections[2::2], strict=True):
+        text = text.split("\nseer_", 1)[0]
+        named = set(re.findall(r"\b([a-z_]+\.py|[a-z_]+/)", text))
+        on_disk = {
+            path.name + ("/" if path.is_dir() else "")
+            for path in (README.parent / package).iterdir()
+            if (path.suffix == ".py" and path.name != "__init__.py")
+            or (path.is_dir() and (path / "__init__.py").exists())
+        }
+        assert named == on_disk, f"{package}: missing {on_disk - named}, stale {named - on_disk}"
