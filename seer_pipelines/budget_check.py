@@ -17,6 +17,7 @@ from dagster import (
 )
 
 from seer_pipelines.accounting import EVENT_JUDGMENTS_ASSET, judging_figures
+from seer_pipelines.metadata_display import display_metadata
 from seer_pipelines.partitions import daily_partitions
 
 
@@ -44,13 +45,13 @@ def budget_result(day: str, judged: dict[str, Any] | None) -> AssetCheckResult:
                 "judged before it. Raise SEER_BUDGET_USD / SEER_BUDGET_TOKENS or lower "
                 "SEER_SAMPLE_SIZE, then re-run the day (judged events are cached)."
             ),
-            metadata=figures,
+            metadata=display_metadata(figures),
         )
     return AssetCheckResult(
         passed=True,
         description=f"{day}: every event to judge was judged within the budget "
         f"({figures['budget']})",
-        metadata=figures,
+        metadata=display_metadata(figures),
     )
 
 

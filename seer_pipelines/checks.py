@@ -40,6 +40,7 @@ from seer_pipelines.alerts import (
     SlackAlertResource,
     top_missing_requirements,
 )
+from seer_pipelines.metadata_display import display_metadata
 from seer_pipelines.partitions import daily_partitions, partition_day
 from seer_pipelines.resources import WarehouseResource
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
@@ -264,7 +265,7 @@ def build_slice_checks(
                 check_name=rule.name,
                 passed=not rule_failing,
                 severity=SEVERITY[severity],
-                metadata=metadata,
+                metadata=display_metadata(metadata),
                 description="; ".join(o.message for o in rule_failing[:5]) or None,
             )
 

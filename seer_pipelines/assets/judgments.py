@@ -45,6 +45,7 @@ from seer_pipelines.judging_limits import (
     plan_day,
     sampled_events,
 )
+from seer_pipelines.metadata_display import display_metadata
 from seer_pipelines.partitions import daily_partitions, partition_day
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.day import day_bounds
@@ -312,7 +313,9 @@ def event_judgments(
         context.log.info(f"{day}: {day_plan.summary()}")
         context.log_event(
             AssetObservation(
-                asset_key=context.asset_key, partition=context.partition_key, metadata=planned
+                asset_key=context.asset_key,
+                partition=context.partition_key,
+                metadata=display_metadata(planned),
             )
         )
     batches: dict[str, Any] = {}
@@ -333,7 +336,9 @@ def event_judgments(
         if not day_batches.ready:
             context.log_event(
                 AssetObservation(
-                    asset_key=context.asset_key, partition=context.partition_key, metadata=batches
+                    asset_key=context.asset_key,
+                    partition=context.partition_key,
+                    metadata=display_metadata(batches),
                 )
             )
             return
@@ -370,15 +375,17 @@ def event_judgments(
             "a date: they are on no day and never judged (see unplaced_event_ts)"
         )
     yield MaterializeResult(
-        metadata={
-            **summary.metadata(),
-            **batches,
-            **planned,
-            **(gate.metadata() if gate is not None else {}),
-            "unplaced_event_ts": unplaced,
-            "evaluator": judge.name,
-            "model": judge.model,
-            "prompt_version": judge.prompt_version,
-            **table_metadata(JUDGMENTS_TABLE, summary.rows),
-        }
+        metadata=display_metadata(
+            {
+                **summary.metadata(),
+                **batches,
+                **planned,
+                **(gate.metadata() if gate is not None else {}),
+                "unplaced_event_ts": unplaced,
+                "evaluator": judge.name,
+                "model": judge.model,
+                "prompt_version": judge.prompt_version,
+                **table_metadata(JUDGMENTS_TABLE, summary.rows),
+            }
+        )
     )

@@ -33,6 +33,7 @@ from seer_metrics.totals import ScoreTotals
 from seer_pipelines.assets.events import GROUP_NAME
 from seer_pipelines.assets.judgments import event_judgments
 from seer_pipelines.assets.table_schemas import table_metadata
+from seer_pipelines.metadata_display import display_metadata
 from seer_pipelines.partitions import daily_partitions, partition_day
 from seer_pipelines.resources import WarehouseConfigError, WarehouseResource
 from seer_pipelines.settings import setting
@@ -100,10 +101,12 @@ def event_metrics(
         f"{totals.errors} errors)"
     )
     return MaterializeResult(
-        metadata={
-            **totals_metadata(totals),
-            **table_metadata(EVENT_METRICS_TABLE, written),
-        }
+        metadata=display_metadata(
+            {
+                **totals_metadata(totals),
+                **table_metadata(EVENT_METRICS_TABLE, written),
+            }
+        )
     )
 
 
@@ -138,13 +141,15 @@ def passage_judgments(
         written = writer.commit()
     context.log.info(f"{day}: {written} passages of {events} events, {cited} cited")
     return MaterializeResult(
-        metadata={
-            "passages": written,
-            "events": events,
-            "cited_passages": cited,
-            "share_cited": float(cited / written) if written else 0.0,
-            **table_metadata(PASSAGE_JUDGMENTS_TABLE, written),
-        }
+        metadata=display_metadata(
+            {
+                "passages": written,
+                "events": events,
+                "cited_passages": cited,
+                "share_cited": float(cited / written) if written else 0.0,
+                **table_metadata(PASSAGE_JUDGMENTS_TABLE, written),
+            }
+        )
     )
 
 
@@ -334,11 +339,13 @@ def slice_metrics_asset(
     )
     context.log.info(f"{day}: {written} slices over keys {keys}")
     return MaterializeResult(
-        metadata={
-            "slices": written,
-            "slice_keys": ", ".join(keys),
-            "slice_table": MetadataValue.md(slice_markdown(frame)),
-            **slice_metadata(frame),
-            **table_metadata(SLICE_METRICS_TABLE, written),
-        }
+        metadata=display_metadata(
+            {
+                "slices": written,
+                "slice_keys": ", ".join(keys),
+                "slice_table": MetadataValue.md(slice_markdown(frame)),
+                **slice_metadata(frame),
+                **table_metadata(SLICE_METRICS_TABLE, written),
+            }
+        )
     )
