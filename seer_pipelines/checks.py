@@ -43,6 +43,7 @@ from seer_pipelines.alerts import (
 from seer_pipelines.metadata_display import display_metadata
 from seer_pipelines.partitions import daily_partitions, partition_day
 from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.settings import setting
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
 
 SLICE_METRICS_ASSET = AssetKey("slice_metrics")
@@ -211,7 +212,7 @@ def build_slice_checks(
     asset_key: AssetKey = SLICE_METRICS_ASSET,
 ):
     """One partitioned asset check per rule, all evaluated by one op."""
-    rules = config if config is not None else load_rules_config()
+    rules = config if config is not None else load_rules_config(setting("SEER_RULES_FILE"))
     with warnings.catch_warnings():
         # Partitioned checks are a Dagster preview feature, used knowingly (per-day results).
         warnings.simplefilter("ignore", PreviewWarning)

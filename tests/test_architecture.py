@@ -189,11 +189,6 @@ def test_the_environment_check_sees_reads(tmp_path):
     assert reads_the_environment(source) == [2, 3]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="seer_metrics/rules/config.py still reads SEER_RULES_FILE itself (its caller, "
-    "seer_pipelines/checks.py, was being changed; it should pass the setting)",
-)
 def test_only_the_settings_module_reads_the_environment():
     readers = {
         module: lines

@@ -474,17 +474,18 @@ def test_the_packaged_rules_file_is_the_only_source_of_the_defaults() -> None:
     assert f"rules/{DEFAULT_RULES_RESOURCE}" in package_data["seer_metrics"]
 
 
-def test_rules_file_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rules_file_given_by_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "rules.yaml"
     path.write_text("minimum_sample: 50\nhigh_priority_slices: []\n")
-    monkeypatch.setenv("SEER_RULES_FILE", str(path))
-    config = load_rules_config()
+    config = load_rules_config(path)
     assert config.minimum_sample == 50
     assert config.high_priority_slices == ()
     assert config.rules == DEFAULT_RULES.rules
-    monkeypatch.setenv("SEER_RULES_FILE", str(tmp_path / "missing.yaml"))
     with pytest.raises(RulesConfigError, match="does not exist"):
-        load_rules_config()
+        load_rules_config(tmp_path / "missing.yaml")
+    # The library never reads the environment: the pipelines pass $SEER_RULES_FILE.
+    monkeypatch.setenv("SEER_RULES_FILE", str(path))
+    assert load_rules_config() == DEFAULT_RULES
 
 
 def test_no_rules_file_gives_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

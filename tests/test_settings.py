@@ -87,3 +87,17 @@ def test_every_variable_the_product_asks_for_is_declared() -> None:
                 asked.add(node.args[0].value)
     assert asked
     assert asked <= set(VARIABLES), asked - set(VARIABLES)
+
+
+def test_the_checks_follow_the_rules_file_named_by_seer_rules_file(tmp_path, monkeypatch) -> None:
+    from seer_pipelines.checks import build_slice_checks
+
+    path = tmp_path / "rules.yaml"
+    path.write_text(
+        "rules:\n  - name: only_rule\n    kind: threshold\n    statistic: mean_recall\n"
+        "    comparison: below\n    threshold: 0.5\n    severity: WARN\n"
+    )
+    monkeypatch.setenv("SEER_RULES_FILE", str(path))
+    assert {spec.name for spec in build_slice_checks().check_specs} == {"only_rule"}
+    monkeypatch.delenv("SEER_RULES_FILE")
+    assert "f1_drop" in {spec.name for spec in build_slice_checks().check_specs}

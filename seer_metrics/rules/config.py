@@ -386,11 +386,10 @@ def default_rules() -> RulesConfig:
 
 
 def rules_file_path(path: str | os.PathLike[str] | None = None) -> Path | None:
-    """The rules file in effect: `path`, else $SEER_RULES_FILE; None means the defaults."""
+    """The rules file given (the pipelines pass $SEER_RULES_FILE); None means the defaults."""
     if path is not None and str(path):
         return Path(path)
-    from_env = os.environ.get(RULES_FILE_ENV)
-    return Path(from_env) if from_env else None
+    return None
 
 
 def load_rules_config(path: str | os.PathLike[str] | None = None) -> RulesConfig:
