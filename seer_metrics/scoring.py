@@ -1,4 +1,4 @@
-"""Per-event metrics (SPEC section 3): recall, precision proxy, F1 and nDCG.
+"""Per-event metrics (defined in docs/metrics.md): recall, precision proxy, F1 and nDCG.
 
 `score_event` is the readable scalar definition; `score_events` computes the same numbers
 vectorised over a DataFrame of many events, and the tests hold the two to each other.
