@@ -46,6 +46,7 @@ from seer_pipelines.judging_limits import (
     sampled_events,
 )
 from seer_pipelines.metadata_display import display_metadata
+from seer_pipelines.parent_watch import while_parent_lives
 from seer_pipelines.partitions import daily_partitions, partition_day
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.day import day_bounds
@@ -196,7 +197,8 @@ async def _judge_partition(
             summary.not_sampled += sum(row["status"] == NOT_SAMPLED for row in unjudged)
             summary.skipped_budget += sum(row["status"] == SKIPPED_BUDGET for row in unjudged)
             spent_before = (summary.cost_usd, summary.prompt_tokens + summary.completion_tokens)
-            outcomes = await evaluator.evaluate(events) if events else []
+            # A step orphaned by a killed launcher stops here instead of paying for nobody.
+            outcomes = await while_parent_lives(evaluator.evaluate(events)) if events else []
             if len(outcomes) != len(events):
                 raise RuntimeError(
                     f"evaluator {evaluator.name!r} returned {len(outcomes)} outcomes "
