@@ -136,11 +136,20 @@ def parse_context(raw: Any) -> tuple[tuple[ContextItem, ...], int]:
     if isinstance(raw, bytes | bytearray):
         raw = raw.decode("utf-8", errors="replace")
     if isinstance(raw, str):
+        if not raw.lstrip().startswith(("[", "{")):
+            # Plain text (a JSON file's string, or a text column without a JSON list in it)
+            # is a string where a list belongs, not broken JSON.
+            raise InvalidEventError(
+                "context_not_list", f"'context' must be a list, got the string {_excerpt(raw)}"
+            )
         try:
             raw = json.loads(raw)
         except json.JSONDecodeError as error:
+            message = error.msg.removesuffix(" at")
             raise InvalidEventError(
-                "context_not_json", f"'context' is not valid JSON ({error.msg} at {error.pos})"
+                "context_not_json",
+                f"'context' is JSON text that does not parse ({message} at character "
+                f"{error.pos + 1})",
             ) from None
     if isinstance(raw, Mapping | str) or not isinstance(raw, Sequence):
         raise InvalidEventError(
@@ -326,6 +335,11 @@ def parse_timestamp(raw: Any) -> datetime | None:
         raise InvalidEventError(
             "event_ts_invalid", f"'event_ts' {raw!s:.40} is out of range in UTC"
         ) from None
+
+
+def _excerpt(text: str, limit: int = 40) -> str:
+    """`text` quoted for a reason, cut to `limit` characters."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _type_name(value: Any) -> str:

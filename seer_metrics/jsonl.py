@@ -32,17 +32,29 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str | None, str | No
                 yield number, text, None
 
 
+def parse_json_line(text: str) -> tuple[Any, str | None]:
+    """(value, None) for one line of JSON Lines, or (None, reason) naming the column at fault.
+
+    The line ending is not part of the value: left in, a line cut short would be reported
+    at column 1 of a line after it.
+    """
+    line = text.rstrip("\r\n")
+    try:
+        return json.loads(line), None
+    except json.JSONDecodeError as error:
+        # JSON's own messages end in " at" where they mean "at <position>".
+        message = error.msg.removesuffix(" at")
+        reason = f"not valid JSON: {message} at column {error.pos + 1}"
+        if error.pos >= len(line.rstrip()) or message.startswith("Unterminated string"):
+            reason += " (the line ends before the JSON value does: truncated?)"
+        return None, reason
+
+
 def numbered_json_lines(path: str | Path) -> Iterator[tuple[int, Any, str | None]]:
     """(line number, parsed value, None) per non-blank line, or (number, None, reason)."""
     for number, text, error in numbered_lines(path):
         if error is not None:
             yield number, None, error
             continue
-        try:
-            yield number, json.loads(text), None
-        except json.JSONDecodeError as decode_error:
-            yield (
-                number,
-                None,
-                f"not valid JSON ({decode_error.msg} at column {decode_error.colno})",
-            )
+        value, reason = parse_json_line(text)
+        yield number, value, reason

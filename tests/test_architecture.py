@@ -38,8 +38,10 @@ def test_seer_metrics_never_imports_dagster():
 def test_seer_evaluate_does_not_load_dagster(tmp_path):
     events = tmp_path / "events.jsonl"
     events.write_text('{"task": "Who directed Inception?", "context": ["Nolan did."]}\n')
+    # From the test's directory: the default judgment cache is .seer/ under it.
     loaded = _modules_loaded_after(
-        f"from seer_pipelines.cli import main\nassert main(['evaluate', {str(events)!r}]) == 0"
+        f"import os\nos.chdir({str(tmp_path)!r})\nfrom seer_pipelines.cli import main\n"
+        f"assert main(['evaluate', {str(events)!r}]) == 0"
     )
     assert "seer_pipelines.commands.evaluate" in loaded
     assert "dagster" not in loaded

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 from seer_metrics.agreement import load_examples, write_events_jsonl
-from seer_pipelines.cli import main
+from seer_metrics.evaluators.llm import LLMEvaluator
+from seer_pipelines.cli import build_parser, main
+from seer_pipelines.commands.evaluate import DEFAULT_CACHE, build_command_evaluator
 from seer_pipelines.demo_data import DATA_DIR
+from seer_testing.fake_judge import FakeJudgeServer, GoldOracle, GoldRequirement
 
 DATA = DATA_DIR
 HOTPOT = DATA / "hotpotqa_train_distractor_hipporag100.jsonl"
@@ -32,6 +36,12 @@ UNSUPPORTED = {
     "task": "What is the boiling point of ethanol?",
     "context": ["Basalt is a volcanic rock.", "Tennis is played on a court."],
 }
+
+
+@pytest.fixture(autouse=True)
+def in_a_scratch_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default judgment cache (.seer/judgments.sqlite) lands in the test's own directory."""
+    monkeypatch.chdir(tmp_path)
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:
@@ -123,8 +133,9 @@ def test_scores_good_lines_and_reports_bad_ones_with_line_numbers(
 
 def test_batches_do_not_change_order_or_scores(mixed_file: Path, tmp_path: Path) -> None:
     whole, batched = tmp_path / "whole.jsonl", tmp_path / "batched.jsonl"
-    assert main(["evaluate", str(mixed_file), "--out", str(whole)]) == 0
-    assert main(["evaluate", str(mixed_file), "--out", str(batched), "--batch-size", "2"]) == 0
+    assert main(["evaluate", str(mixed_file), "--no-cache", "--out", str(whole)]) == 0
+    argv = ["evaluate", str(mixed_file), "--no-cache", "--out", str(batched), "--batch-size", "2"]
+    assert main(argv) == 0
     assert read_out(whole) == read_out(batched)
 
 
@@ -133,8 +144,8 @@ def test_reads_gzip_input(mixed_file: Path, tmp_path: Path) -> None:
     with gzip.open(packed, "wt", encoding="utf-8") as handle:
         handle.write(mixed_file.read_text(encoding="utf-8"))
     plain_out, packed_out = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    assert main(["evaluate", str(mixed_file), "--out", str(plain_out)]) == 0
-    assert main(["evaluate", str(packed), "--out", str(packed_out)]) == 0
+    assert main(["evaluate", str(mixed_file), "--no-cache", "--out", str(plain_out)]) == 0
+    assert main(["evaluate", str(packed), "--no-cache", "--out", str(packed_out)]) == 0
     assert read_out(plain_out) == read_out(packed_out)
 
 
@@ -291,7 +302,8 @@ def test_a_non_string_event_id_is_kept_as_its_json_text(tmp_path: Path) -> None:
         json.dumps({"event_id": [1, 2], "task": "q", "context": ["x"]}),
     ]
     out = tmp_path / "scores.jsonl"
-    assert main(["evaluate", str(write_lines(tmp_path / "e.jsonl", lines)), "--out", str(out)]) == 0
+    # Both lines are invalid, so nothing is scored: exit code 1, and the rows are written.
+    assert main(["evaluate", str(write_lines(tmp_path / "e.jsonl", lines)), "--out", str(out)]) == 1
     assert [row["event_id"] for row in read_out(out)] == ['{"a":1}', "[1,2]"]
 
 
@@ -310,3 +322,152 @@ def test_a_cache_url_is_opened_with_the_warehouse_engine_factory(
             for table in ("seer_judgment_cache", "seer_requirement_cache"):
                 connection.execute(sa.text(f"drop table if exists {table}"))
         engine.dispose()
+
+
+# -- exit codes, reasons, pacing flags and the default cache ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (["{broken", json.dumps({"task": "q", "context": "not a list"})], "none of its 2 lines"),
+        ([""], "the file has no events"),
+    ],
+)
+def test_a_file_with_nothing_to_score_exits_1(
+    lines: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = write_lines(tmp_path / "events.jsonl", lines)
+    assert main(["evaluate", str(events)]) == 1
+    captured = capsys.readouterr()
+    assert "ok: 0" in captured.out  # the summary is still printed
+    assert f"error: {events}: {message}" in captured.err
+
+
+def test_a_truncated_line_is_reported_at_its_own_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    whole = json.dumps(GOOD)
+    opening_quote = whole.index('"Christopher Nolan directed')
+    cut = whole[: opening_quote + 12]  # inside the first passage's text
+    events = write_lines(tmp_path / "events.jsonl", [whole, cut, whole[:40] + "\t" + whole[40:]])
+    out = tmp_path / "scores.jsonl"
+    assert main(["evaluate", str(events), "--out", str(out)]) == 0
+    reasons = [row["reason"] for row in read_out(out)]
+    string_start = opening_quote + 1  # columns count from 1
+    assert reasons[1] == (
+        f"line 2: not valid JSON: Unterminated string starting at column {string_start} "
+        "(the line ends before the JSON value does: truncated?)"
+    )
+    assert reasons[2] == "line 3: not valid JSON: Invalid control character at column 41"
+    assert "line 2: invalid: not valid JSON: Unterminated string" in capsys.readouterr().err
+
+
+def test_a_context_that_is_plain_text_is_reported_as_a_string_not_as_json(
+    tmp_path: Path,
+) -> None:
+    lines = [
+        json.dumps({"event_id": "a", "task": "q", "context": "not a list"}),
+        json.dumps({"event_id": "b", "task": "q", "context": '[{"text": "cut'}),
+    ]
+    out = tmp_path / "scores.jsonl"
+    assert main(["evaluate", str(write_lines(tmp_path / "e.jsonl", lines)), "--out", str(out)]) == 1
+    first, second = (row["reason"] for row in read_out(out))
+    assert first == (
+        "line 1: context_not_list: 'context' must be a list, got the string 'not a list'"
+    )
+    assert second.startswith("line 2: context_not_json: 'context' is JSON text that does not")
+    assert "at character 11" in second
+
+
+def _evaluator_for(argv: list[str]) -> LLMEvaluator:
+    args = build_parser(argv).parse_args(argv)
+    evaluator = build_command_evaluator(args)
+    inner = getattr(evaluator, "inner", evaluator)
+    assert isinstance(inner, LLMEvaluator)
+    return inner
+
+
+def test_pacing_flags_set_the_llm_judge_over_the_environment(
+    mixed_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("SEER_LLM_REQUESTS_PER_MINUTE", "500")
+    monkeypatch.setenv("SEER_LLM_MAX_CONCURRENCY", "16")
+    base = ["evaluate", str(mixed_file), "--evaluator", "openai", "--no-cache"]
+    settings = _evaluator_for([*base, "--rpm", "1200", "--tpm", "none", "--concurrency", "3"])
+    settings = settings.settings
+    assert settings.requests_per_minute == 1200.0
+    assert settings.tokens_per_minute is None
+    assert settings.max_concurrency == 3
+    # Without the flags the environment (then the default) decides.
+    untouched = _evaluator_for(base).settings
+    assert (untouched.requests_per_minute, untouched.max_concurrency) == (500.0, 16)
+    assert untouched.tokens_per_minute == 200_000.0
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--rpm", "fast"], "argument --rpm: must be a positive number or 'none'"),
+        (["--tpm", "-5"], "argument --tpm: must be a positive number or 'none'"),
+        (["--concurrency", "0"], "argument --concurrency: must be a whole number of at least 1"),
+        (["--cache", "x.sqlite", "--no-cache"], "not allowed with argument --cache"),
+    ],
+)
+def test_a_bad_flag_value_exits_2_naming_the_flag(
+    flags: list[str], message: str, mixed_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["evaluate", str(mixed_file), "--evaluator", "openai", *flags])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_pacing_flags_with_the_offline_evaluator_are_refused(
+    mixed_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["evaluate", str(mixed_file), "--rpm", "60", "--concurrency", "2"]) == 2
+    assert "--rpm, --concurrency: pacing applies to --evaluator openai only" in (
+        capsys.readouterr().err
+    )
+
+
+QUERY = "Who directed Inception and when was Christopher Nolan born?"
+
+
+@pytest.fixture
+def judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeJudgeServer]:
+    """The fake OpenAI-compatible judge, reached through the real openai client."""
+    gold = {
+        QUERY: [
+            GoldRequirement("The director of Inception", "Christopher Nolan directed Inception"),
+            GoldRequirement("Nolan's year of birth", "born in London in 1970"),
+        ],
+        UNSUPPORTED["task"]: [GoldRequirement("The boiling point of ethanol", "78 degrees")],
+    }
+    with FakeJudgeServer(GoldOracle(gold)) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        yield server
+
+
+def test_judgments_are_cached_by_default_so_a_rerun_makes_no_call(
+    judge: FakeJudgeServer, mixed_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["evaluate", str(mixed_file), "--evaluator", "openai", "--rpm", "none"]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    calls = judge.count()
+    assert calls == 4  # two distinct queries, then three events of which two are the same
+    assert "events: 8  ok: 3" in first and f"model calls: {calls}" in first
+    assert f"judgments cached in {DEFAULT_CACHE}" in first
+    assert (tmp_path / DEFAULT_CACHE).is_file()
+
+    assert main(argv) == 0
+    second = capsys.readouterr().out
+    assert judge.count() == calls  # nothing sent
+    assert "model calls: 0  cache hits: 3" in second and "estimated cost: $0.0000" in second
+
+    assert main([*argv, "--no-cache"]) == 0
+    assert judge.count() > calls

@@ -141,7 +141,7 @@ BAD_INPUTS = [
     ("context_missing", {"task": "q?"}),
     ("context_missing", _record(context=None)),
     ("context_not_json", _record(context="[{'text': 'single quotes'}]")),
-    ("context_not_json", _record(context="not json at all")),
+    ("context_not_list", _record(context="not json at all")),
     ("context_not_list", _record(context={"text": "an object"})),
     ("context_not_list", _record(context="42")),
     ("context_not_list", _record(context='"a json string"')),

@@ -687,7 +687,8 @@ def test_seer_evaluate_counts_refused_connections_apart_from_model_calls(
     events_file = tmp_path / "events.jsonl"
     rows = [{"event_id": f"e{i}", "task": QUERY, "context": CONTEXT} for i in range(3)]
     events_file.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    assert seer_evaluate([str(events_file), "--evaluator", "openai"]) == 0
+    # Nothing could be scored: exit code 1.
+    assert seer_evaluate([str(events_file), "--evaluator", "openai", "--no-cache"]) == 1
     out = capsys.readouterr().out
     assert "errors: 3" in out and "model calls: 0" in out
     # One phase-1 attempt for the shared query; its failure is every event's error.

@@ -4,8 +4,13 @@ One event object a line, the shape of a warehouse row (`event_id`, `event_ts`, `
 `context`, `metadata`); `.jsonl.gz` works too. A bad line (not JSON, not a valid event)
 never stops the run: it becomes an `invalid` row whose reason names its line number.
 Events are judged in batches, so memory stays bounded on large files, and `--out` gets
-one flat JSON line per input line, in the input's order. The exit code is non-zero only
-when the input is unusable (missing file, bad option).
+one flat JSON line per input line, in the input's order.
+
+Judgments are cached by default in `.seer/judgments.sqlite` (next to the demo's
+warehouse; `--cache PATH` elsewhere, `--no-cache` for none), so a re-run of the same file
+makes no model call. Exit codes: 0 when at least one event was scored, 1 when none was
+(every line invalid or failed, or no line at all), 2 when the input or an option is
+unusable (missing file, bad option).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from seer_metrics.evaluators import build_evaluator
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
 from seer_metrics.evaluators.caching import CachingEvaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent
-from seer_metrics.jsonl import numbered_lines, open_binary
+from seer_metrics.jsonl import numbered_lines, open_binary, parse_json_line
 from seer_metrics.redaction import redact_url
 from seer_metrics.rows import event_metric_rows, invalid_row, judged_row, score_line_row
 from seer_metrics.totals import ScoreTotals
@@ -34,6 +39,9 @@ from seer_pipelines.settings import environment, setting
 from seer_pipelines.warehouse.engine import create_warehouse_engine
 
 DEFAULT_BATCH_SIZE = 256
+DEFAULT_CACHE = ".seer/judgments.sqlite"
+# Exit code when the file was read but no event in it could be scored.
+EXIT_NOTHING_SCORED = 1
 PROGRESS_MIN_LINES = 500  # shorter files finish before a bar would tell anything
 PROBLEMS_SHOWN = 20
 
@@ -52,8 +60,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _per_minute(text: str) -> float | None:
+    """A per-minute limit: a positive number, or `none` for no client-side pacing."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number or 'none' (no pacing), got {text!r}"
+        )
+    return value
+
+
+def _concurrency(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return value
+
+
+# Flag -> LLM setting: the command line's word for what SEER_LLM_* sets in the environment.
+PACING_FLAGS = {
+    "rpm": ("--rpm", "requests_per_minute", "SEER_LLM_REQUESTS_PER_MINUTE"),
+    "tpm": ("--tpm", "tokens_per_minute", "SEER_LLM_TOKENS_PER_MINUTE"),
+    "concurrency": ("--concurrency", "max_concurrency", "SEER_LLM_MAX_CONCURRENCY"),
+}
+
+
 def add_evaluator_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--evaluator`, `--model`, `--cache`: shared with `seer calibrate`."""
+    """`--evaluator`, `--model`, the cache and the LLM judge's pacing: shared with
+    `seer calibrate`."""
     parser.add_argument(
         "--evaluator",
         default=setting("SEER_EVALUATOR") or "lexical",
@@ -64,15 +106,62 @@ def add_evaluator_arguments(parser: argparse.ArgumentParser) -> None:
         default=setting("SEER_EVALUATOR_MODEL"),
         help="evaluator model (env SEER_EVALUATOR_MODEL)",
     )
-    parser.add_argument(
+    cache = parser.add_mutually_exclusive_group()
+    cache.add_argument(
         "--cache",
         metavar="PATH",
-        help="SQLite file (or SQLAlchemy URL) of stored judgments: repeats make no model call",
+        default=DEFAULT_CACHE,
+        help="SQLite file (or SQLAlchemy URL) of stored judgments, so a repeat makes no "
+        f"model call (default {DEFAULT_CACHE})",
     )
+    cache.add_argument(
+        "--no-cache",
+        dest="cache",
+        action="store_const",
+        const=None,
+        help="judge every event again and store nothing",
+    )
+    pacing = parser.add_argument_group("pacing of the openai evaluator (default: environment)")
+    pacing.add_argument(
+        "--rpm",
+        type=_per_minute,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="requests per minute the endpoint allows, or 'none' for no pacing "
+        "(env SEER_LLM_REQUESTS_PER_MINUTE, default 500)",
+    )
+    pacing.add_argument(
+        "--tpm",
+        type=_per_minute,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="tokens per minute the endpoint allows, or 'none' "
+        "(env SEER_LLM_TOKENS_PER_MINUTE, default 200000)",
+    )
+    pacing.add_argument(
+        "--concurrency",
+        type=_concurrency,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="requests in flight at once (env SEER_LLM_MAX_CONCURRENCY, default 16)",
+    )
+
+
+def _pacing_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The LLM settings given as flags; they win over the environment."""
+    given = {name: flag for name, flag in PACING_FLAGS.items() if hasattr(args, name)}
+    if given and args.evaluator.strip().lower() != "openai":
+        flags = ", ".join(flag for flag, _setting, _variable in given.values())
+        raise UsageError(
+            f"{flags}: pacing applies to --evaluator openai only "
+            f"(this run uses --evaluator {args.evaluator})"
+        )
+    return {setting_name: getattr(args, name) for name, (_, setting_name, _) in given.items()}
 
 
 def build_command_evaluator(args: argparse.Namespace) -> Evaluator:
     """The evaluator named on the command line, wrapped in the judgment cache if asked."""
+    pacing = _pacing_settings(args)
     store = None
     if args.cache:
         try:
@@ -86,7 +175,7 @@ def build_command_evaluator(args: argparse.Namespace) -> Evaluator:
     try:
         # The store also keeps the LLM judge's requirement lists, so K is stable across runs.
         evaluator = build_evaluator(
-            args.evaluator, model=args.model, store=store, environ=environment()
+            args.evaluator, model=args.model, store=store, environ=environment(), **pacing
         )
     except ValueError as error:
         raise UsageError(f"--evaluator {args.evaluator}: {error}") from None
@@ -149,12 +238,9 @@ async def _judge(evaluator: Evaluator, events: list[RetrievalEvent]) -> list[dic
 
 def parse_line(line_number: int, text: str) -> RetrievalEvent | dict[str, Any]:
     """A valid event, or the `invalid` row that says why (naming the line)."""
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as error:
-        return invalid_row(
-            None, f"line {line_number}: not valid JSON ({error.msg} at column {error.colno})"
-        )
+    record, problem = parse_json_line(text)
+    if problem is not None:
+        return invalid_row(None, f"line {line_number}: {problem}")
     try:
         return RetrievalEvent.from_record(record)
     except InvalidEventError as error:
@@ -257,6 +343,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"... and {hidden} more invalid or failed lines{where}", file=sys.stderr)
     print(f"{path}: evaluator {evaluator.name} (model {evaluator.model})")
     print(summary.format())
+    if args.cache:
+        where = redact_url(args.cache) if "://" in args.cache else args.cache
+        print(f"judgments cached in {where} (--no-cache to judge again)")
     if args.out:
         print(f"scores written to {args.out}")
+    totals = summary.totals
+    if totals.evaluated == 0:
+        what = (
+            "the file has no events"
+            if totals.events == 0
+            else f"none of its {totals.events} lines could be scored (see the lines above)"
+        )
+        print(f"error: {path}: {what}", file=sys.stderr)
+        return EXIT_NOTHING_SCORED
     return 0
