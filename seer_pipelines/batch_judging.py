@@ -8,21 +8,37 @@ for). `seer_batch_sensor` polls the batches and launches the day's run once they
 finished; that run completes the day from the cache, judging on demand only what the
 batches could not answer. A killed or repeated run reads the same rows and picks the same
 batches up again.
+
+A budget (SEER_BUDGET_USD, SEER_BUDGET_TOKENS) applies to the batches too: before each
+submission the day's events are projected at the batch price (half of on-demand), counting
+what its collected batches actually cost, and only the events that fit are submitted. The
+run that completes the day starts its budget from that batch spend, so the events left out
+are stored as `skipped_budget` (the on-demand judge takes what still fits).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
 import sqlalchemy as sa
 from dagster import MetadataValue
 
+from seer_metrics.budget import Budget
 from seer_metrics.cache import JudgmentStore
-from seer_metrics.evaluators.batch import BatchJudge, BatchProgress, BatchRecord, advance
+from seer_metrics.cost_estimate import BATCH_PRICE_FACTOR
+from seer_metrics.evaluators.batch import (
+    BatchJudge,
+    BatchProgress,
+    BatchRecord,
+    advance,
+    collect_finished,
+)
 from seer_metrics.evaluators.llm import LLMEvaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent
+from seer_pipelines.judging_limits import BudgetGate, JudgingLimits, model_price
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.day import day_bounds
 from seer_pipelines.warehouse.schema import batches_table
@@ -146,23 +162,73 @@ def day_events(warehouse: WarehouseResource, day: date) -> list[RetrievalEvent]:
     return events
 
 
+@dataclass(frozen=True)
+class DayBatchProgress(BatchProgress):
+    """`BatchProgress` of one day, with the events its budget kept out of the batches."""
+
+    over_budget: int = 0
+    budget: Budget = field(default_factory=Budget)
+
+    @property
+    def spent_usd(self) -> float:
+        """What the day's collected batches cost, at the batch price."""
+        return float(sum(record.cost_usd for record in self.records))
+
+    @property
+    def spent_tokens(self) -> int:
+        return sum(record.prompt_tokens + record.completion_tokens for record in self.records)
+
+
+def batch_budget_gate(
+    judge: BatchJudge, budget: Budget, records: Sequence[BatchRecord]
+) -> BudgetGate:
+    """The budget gate at the batch price, having spent what `records` cost."""
+    price = model_price(judge)
+    if price is not None:
+        price = (price[0] * BATCH_PRICE_FACTOR, price[1] * BATCH_PRICE_FACTOR)
+    gate = BudgetGate(budget, judge.store, judge.model, judge.prompt_version, price)
+    gate.settle(
+        float(sum(record.cost_usd for record in records)),
+        sum(record.prompt_tokens + record.completion_tokens for record in records),
+    )
+    return gate
+
+
 def advance_day(
     warehouse: WarehouseResource,
     evaluator: EvaluatorResource,
     day: date,
     events: Sequence[RetrievalEvent] | None = None,
-) -> BatchProgress:
+) -> DayBatchProgress:
     """Collect the day's finished batches and submit its next phase; never waits.
 
     `events` are the events the day judges (default: all its valid events); the progress
-    says whether the day is `ready` to be judged from the cache or still waiting.
+    says whether the day is `ready` to be judged from the cache or still waiting. With a
+    budget, only the events whose projected batch cost still fits are submitted
+    (`over_budget` counts the others).
     """
     ledger = ledger_for(warehouse)
     judge = batch_judge(warehouse, evaluator)
-    chosen = day_events(warehouse, day) if events is None else events
-    progress = advance(judge, chosen, ledger.records(day), label=f"seer {day.isoformat()}")
+    chosen = day_events(warehouse, day) if events is None else list(events)
+    records = ledger.records(day)
+    budget = JudgingLimits.of(evaluator).budget
+    submit: Sequence[RetrievalEvent] = chosen
+    over: list[RetrievalEvent] = []
+    collected: list[BatchRecord] = []
+    if budget.enabled:
+        # What the finished batches cost (and answered) first: the projection needs both.
+        records, collected = collect_finished(judge, chosen, records)
+        ledger.save(day, records)
+        submit, over = batch_budget_gate(judge, budget, records).split(chosen)
+    progress = advance(judge, chosen, records, label=f"seer {day.isoformat()}", submit=submit)
     ledger.save(day, progress.records)
-    return progress
+    return DayBatchProgress(
+        records=progress.records,
+        submitted=progress.submitted,
+        collected=tuple(collected) + progress.collected,
+        over_budget=len(over),
+        budget=budget,
+    )
 
 
 def batch_metadata(progress: BatchProgress) -> dict[str, Any]:
@@ -172,7 +238,14 @@ def batch_metadata(progress: BatchProgress) -> dict[str, Any]:
     for record in records:
         for code, count in record.reasons.items():
             reasons[code] = reasons.get(code, 0) + count
+    budget: dict[str, Any] = {}
+    if isinstance(progress, DayBatchProgress) and progress.budget.enabled:
+        budget = {
+            "batch_budget": progress.budget.describe(),
+            "batch_over_budget": progress.over_budget,
+        }
     return {
+        **budget,
         "batch_status": progress.summary(),
         "batches": MetadataValue.json(
             [

@@ -321,6 +321,7 @@ def event_judgments(
             )
         )
     batches: dict[str, Any] = {}
+    batch_spend = (0.0, 0)
     if evaluator.resolved_mode() == "batch":
         # Batch mode: collect finished batches, submit the next phase, never wait. While a
         # batch runs the asset is not materialized (downstream steps are skipped) and
@@ -335,6 +336,7 @@ def event_judgments(
         day_batches = advance_day(warehouse, evaluator, day, chosen)
         context.log.info(f"{day}: {day_batches.summary()}")
         batches = batch_metadata(day_batches)
+        batch_spend = (day_batches.spent_usd, day_batches.spent_tokens)
         if not day_batches.ready:
             context.log_event(
                 AssetObservation(
@@ -361,6 +363,7 @@ def event_judgments(
     gate = None
     if limits.budget.enabled:
         gate = BudgetGate(limits.budget, judge.store, judge.model, judge.prompt_version, price)
+        gate.settle(*batch_spend)  # what the day's batches already cost
     day_limits = DayLimits(limits, day_plan.sample, gate)
     summary = judge_partition(
         warehouse, judge, day, progress, config.max_error_share, day_limits=day_limits

@@ -26,7 +26,7 @@ batch and recording its id does not pay twice.
 """
 
 from seer_metrics.evaluators.batch.judge import BatchJudge
-from seer_metrics.evaluators.batch.progress import BatchProgress, advance
+from seer_metrics.evaluators.batch.progress import BatchProgress, advance, collect_finished
 from seer_metrics.evaluators.batch.records import (
     PHASES,
     REQUIREMENTS_PHASE,
@@ -46,4 +46,5 @@ __all__ = [
     "BatchProgress",
     "BatchRecord",
     "advance",
+    "collect_finished",
 ]

@@ -43,23 +43,11 @@ class BatchProgress:
         )
 
 
-def advance(
-    judge: BatchJudge,
-    events: Sequence[RetrievalEvent],
-    records: Sequence[BatchRecord],
-    *,
-    label: str = "",
-    max_resubmissions: int = 1,
-) -> BatchProgress:
-    """Move a day's batch judging on as far as it can go now, without waiting.
-
-    Collects the batches that have finished; while any still runs, the day is waiting.
-    Then, phase by phase: a phase never submitted is submitted (and the day waits for
-    it); a phase whose latest round expired is submitted again for what is still
-    unanswered, up to `max_resubmissions` times; otherwise what the phase could not
-    answer is left to the on-demand judge. When nothing is left to submit, the day is
-    ready: judge it on demand, where every batch answer is a cache hit.
-    """
+def collect_finished(
+    judge: BatchJudge, events: Sequence[RetrievalEvent], records: Sequence[BatchRecord]
+) -> tuple[list[BatchRecord], list[BatchRecord]]:
+    """(every record, refreshed; the ones collected now): the batches that have finished
+    since the last look are read into the caches."""
     updated: list[BatchRecord] = []
     collected: list[BatchRecord] = []
     for record in records:
@@ -71,6 +59,31 @@ def advance(
             refreshed = judge.collect(refreshed, events).record
             collected.append(refreshed)
         updated.append(refreshed)
+    return updated, collected
+
+
+def advance(
+    judge: BatchJudge,
+    events: Sequence[RetrievalEvent],
+    records: Sequence[BatchRecord],
+    *,
+    label: str = "",
+    max_resubmissions: int = 1,
+    submit: Sequence[RetrievalEvent] | None = None,
+) -> BatchProgress:
+    """Move a day's batch judging on as far as it can go now, without waiting.
+
+    Collects the batches that have finished; while any still runs, the day is waiting.
+    Then, phase by phase: a phase never submitted is submitted (and the day waits for
+    it); a phase whose latest round expired is submitted again for what is still
+    unanswered, up to `max_resubmissions` times; otherwise what the phase could not
+    answer is left to the on-demand judge. When nothing is left to submit, the day is
+    ready: judge it on demand, where every batch answer is a cache hit.
+
+    `submit` restricts what new batches ask for (e.g. the events a budget admits);
+    finished batches are still read against all of `events`.
+    """
+    updated, collected = collect_finished(judge, events, records)
     if any(not record.finished for record in updated):
         return BatchProgress(tuple(updated), collected=tuple(collected))
     for phase in PHASES:
@@ -82,7 +95,9 @@ def advance(
             if not expired or latest >= max_resubmissions:
                 continue
             next_round = latest + 1
-        submitted = judge.submit(phase, events, label=label, round=next_round)
+        submitted = judge.submit(
+            phase, events if submit is None else submit, label=label, round=next_round
+        )
         if submitted:
             return BatchProgress(
                 tuple(updated + submitted), submitted=tuple(submitted), collected=tuple(collected)
