@@ -114,11 +114,13 @@ def build_resources() -> dict[str, object]:
 # concurrency limit (dagster.yaml) keeps backfills with a paid judge under its rate limit.
 seer_daily_job = define_asset_job(
     name="seer_daily_job",
+    # The source is observed first: the day's row count is recorded before any judging.
     selection=AssetSelection.assets(
-        event_judgments, event_metrics, passage_judgments, slice_metrics_asset
+        retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics_asset
     ),
     tags={EVALUATOR_TAG: evaluator_kind()},
-    description="One day: judge the events, score them, aggregate per slice, run the checks.",
+    description="One day: observe the source, judge the events, score them, aggregate per "
+    "slice, run the checks.",
 )
 
 # Yesterday's partition (the last complete UTC day), every day at SCHEDULE_HOUR_UTC.
