@@ -47,6 +47,11 @@ PROBLEMS_SHOWN = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = (
+        f"Judgments are cached in {DEFAULT_CACHE} unless --cache or --no-cache says otherwise. "
+        f"Exit codes: 0 when at least one event was scored, {EXIT_NOTHING_SCORED} when none "
+        "was (every line invalid or failed), 2 for an unusable file or option."
+    )
     parser.add_argument("events", metavar="EVENTS.jsonl", help="events file (.jsonl or .jsonl.gz)")
     add_evaluator_arguments(parser)
     parser.add_argument(
