@@ -2,9 +2,11 @@
 
 Streams of the realistic generator (`seer_pipelines.demo_data.realistic`: real multi-hop
 questions, the BM25 top 4 as context, ~300 events a day) are scored with the ideal judge
-(the gold passages), aggregated into slices (by default `env`, `feature_flag` and
-`tenant`, with their pair slices) and replayed through the rules day by day, as the daily
-job runs them (`seer_pipelines.demo_data.replay`). A page is what would notify someone:
+(the gold passages) or, with `--judge lexical`, with the offline lexical judge `seer demo`
+uses (judged once per distinct question and context, so it costs little), aggregated
+into slices (by default `env`, `feature_flag` and `tenant`, with their pair slices) and
+replayed through the rules day by day, as the daily job runs them
+(`seer_pipelines.demo_data.replay`). A page is what would notify someone:
 a failing drop after the day's false-discovery control, or a service-level incident
 opened that day.
 
@@ -17,14 +19,15 @@ opened that day.
 (b) Releases: in each stream, at several places (a pair slice, a single-key slice, a
     thin one, a small one) and sizes (the share of the place's traffic that loses its
     top hit, or its top two), a release of `--release-days` days starting on a
-    different day. Each release's size is measured as Δf1: the place's mean ideal f1
-    on its first day without the release minus with it. It is caught on a day when that
+    different day. Each release's size is measured as Δf1: the place's mean f1 (under
+    the judge) on its first day without the release minus with it. It is caught on a day when that
     day pages on the place's own slice; reported per size: detection rate on the first
     day, mean delay. Target: every release with Δf1 ≥ 0.15 in a place of ≥ 100 events
     that day caught on its first day.
 
     .venv/bin/python benchmarks/alert_quality.py                # 4 streams of 63 days
     .venv/bin/python benchmarks/alert_quality.py --streams 2    # quicker
+    .venv/bin/python benchmarks/alert_quality.py --judge lexical  # the demo's judge
 
 Exits non-zero when a target is missed. A few minutes with the defaults on two cores.
 """
@@ -35,17 +38,26 @@ import argparse
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import date
 
 import numpy as np
 import pandas as pd
 
+from seer_metrics.evaluators.lexical import LexicalEvaluator
+from seer_metrics.events import RetrievalEvent
+from seer_metrics.judgment import Judgment
 from seer_metrics.rules import DEFAULT_RULES, RulesConfig, load_rules_config
 from seer_metrics.rules.incidents import Incident
 from seer_metrics.slices import slice_metrics
-from seer_pipelines.demo_data.realistic import Release, generate_stream, ideal_scores, load_pool
+from seer_pipelines.demo_data.realistic import (
+    Release,
+    StreamEvent,
+    generate_stream,
+    ideal_scores,
+    load_pool,
+)
 from seer_pipelines.demo_data.replay import replay_rules
 
 END_DAY = date(2026, 11, 27)
@@ -86,7 +98,7 @@ class ReleaseResult:
     lost_top_hits: int
     start: date
     volume: int  # the place's events on the first day
-    delta_f1: float  # the place's mean ideal f1, clean minus released, first day
+    delta_f1: float  # the place's mean f1 under the judge, clean minus released, first day
     caught_on: int | None  # days after the start of the first page on the place's slice
     first_day_pages: int
     caught_by: tuple[str, ...]  # the rules that paged on the place's slice on the first day
@@ -96,12 +108,46 @@ class ReleaseResult:
         return self.delta_f1 >= TARGET_CAUGHT_DELTA_F1 and self.volume >= TARGET_CAUGHT_VOLUME
 
 
+JUDGES = ("ideal", "lexical")
+
+
+class LexicalJudge:
+    """The offline lexical judge over stream events, once per distinct question and context
+    (a stream draws the same few hundred examples again and again)."""
+
+    def __init__(self) -> None:
+        self.evaluator = LexicalEvaluator()
+        self.judgments: dict[tuple[str, tuple[str, ...]], Judgment] = {}
+
+    def rejudge(self, events: Iterable[StreamEvent]) -> Iterator[StreamEvent]:
+        for event in events:
+            if event.judgment is None:  # a broken row: no judgment under any judge
+                yield event
+                continue
+            key = (event.example_id, event.context_ids)
+            if key not in self.judgments:
+                parsed = RetrievalEvent.from_record(event.record)
+                self.judgments[key] = self.evaluator.judge(parsed)
+            yield replace(event, judgment=self.judgments[key])
+
+
+def judged_scores(events: Iterable[StreamEvent], judge: LexicalJudge | None) -> pd.DataFrame:
+    """Event scores under the ideal judge (None) or the lexical one."""
+    return ideal_scores(events if judge is None else judge.rejudge(events))
+
+
 def _table(scores: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     return slice_metrics(scores, list(keys))
 
 
-def replay_clean(config: RulesConfig, seed: int, days: int, keys: Sequence[str]) -> CleanStream:
-    scores = ideal_scores(generate_stream(days, end_day=END_DAY, seed=seed))
+def replay_clean(
+    config: RulesConfig,
+    seed: int,
+    days: int,
+    keys: Sequence[str],
+    judge: LexicalJudge | None = None,
+) -> CleanStream:
+    scores = judged_scores(generate_stream(days, end_day=END_DAY, seed=seed), judge)
     table = _table(scores, keys)
     families = dict(zip(table["slice"], table["slice_key"], strict=True))
     pages: dict[date, list[tuple[str, str]]] = {}
@@ -129,16 +175,18 @@ def replay_release(
     lost_top_hits: int,
     start_index: int,
     length: int,
+    judge: LexicalJudge | None = None,
 ) -> ReleaseResult:
     """The clean stream with a release from day `start_index` on; only those days change."""
     release_days = clean.days[start_index : start_index + length]
     release = Release(
         where=where, start=0, length=len(release_days), share=share, lost_top_hits=lost_top_hits
     )
-    released = ideal_scores(
+    released = judged_scores(
         generate_stream(
             len(release_days), end_day=release_days[-1], seed=clean.seed, release=release
-        )
+        ),
+        judge,
     )
     first = release_days[0]
     before = clean.scores[clean.scores["partition_date"] == first]
@@ -280,18 +328,25 @@ def main(argv: list[str] | None = None) -> int:
         "--slice-keys", default=",".join(SLICE_KEYS), help="metadata keys to slice by"
     )
     parser.add_argument("--rules", default=None, help="rules file (default: the built-in rules)")
+    parser.add_argument(
+        "--judge",
+        choices=JUDGES,
+        default="ideal",
+        help="ideal (the gold passages, default) or lexical (the offline judge of seer demo)",
+    )
     args = parser.parse_args(argv)
     if args.days < args.warm_up + args.release_days + 1:
         parser.error("--days must leave room for the warm-up and a release")
     keys = [key.strip() for key in args.slice_keys.split(",") if key.strip()]
     config = load_rules_config(args.rules) if args.rules else DEFAULT_RULES
+    judge = LexicalJudge() if args.judge == "lexical" else None
     started = time.perf_counter()
     load_pool()
     streams = []
     results = []
     for stream_index in range(args.streams):
         seed = 101 + stream_index
-        clean = replay_clean(config, seed, args.days, keys)
+        clean = replay_clean(config, seed, args.days, keys, judge)
         streams.append(clean)
         # Each release starts on a different day, spread over the stream after the warm-up.
         starts = range(args.warm_up, args.days - args.release_days + 1)
@@ -300,13 +355,14 @@ def main(argv: list[str] | None = None) -> int:
                 start = starts[(stream_index * 7 + place_index * 5 + size_index * 3) % len(starts)]
                 results.append(
                     replay_release(
-                        config, clean, keys, where, share, lost, start, args.release_days
+                        config, clean, keys, where, share, lost, start, args.release_days, judge
                     )
                 )
         print(f"stream {seed}: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     print(
         f"Alert quality of the rules on realistic streams (slice keys {', '.join(keys)}, "
-        f"~300 events a day, ideal judge)"
+        f"~300 events a day, {args.judge} judge, incidents close after "
+        f"{config.close_after_passes} clear passes)"
     )
     clean_ok = report_clean(streams, args.warm_up)
     releases_ok = report_releases(results)
