@@ -139,9 +139,12 @@ class JudgmentStore:
             # CREATE; a second pass sees them. A real problem raises again here.
             _metadata.create_all(self.engine, checkfirst=True)
 
-    def get_requirements(self, keys: Iterable[str]) -> dict[str, tuple[Requirement, ...]]:
-        """Stored requirement lists for those keys that have one."""
-        rows = self._select(requirement_cache_table, "requirements", keys)
+    def get_requirements(
+        self, keys: Iterable[str], created_before: datetime | None = None
+    ) -> dict[str, tuple[Requirement, ...]]:
+        """Stored requirement lists for those keys that have one (stored before
+        `created_before`, when given: the cache as it was then)."""
+        rows = self._select(requirement_cache_table, "requirements", keys, created_before)
         return {
             key: tuple(Requirement(str(item["id"]), str(item["text"])) for item in value)
             for key, value in rows.items()
@@ -163,9 +166,12 @@ class JudgmentStore:
         ]
         return self._insert_missing(requirement_cache_table, rows)
 
-    def get_judgments(self, keys: Iterable[str]) -> dict[str, Judgment]:
-        """Stored judgments for those keys that have one."""
-        rows = self._select(judgment_cache_table, "judgment", keys)
+    def get_judgments(
+        self, keys: Iterable[str], created_before: datetime | None = None
+    ) -> dict[str, Judgment]:
+        """Stored judgments for those keys that have one (stored before `created_before`,
+        when given)."""
+        rows = self._select(judgment_cache_table, "judgment", keys, created_before)
         return {key: Judgment.from_dict(value) for key, value in rows.items()}
 
     def put_judgments(self, records: Iterable[JudgmentRecord]) -> int:
@@ -194,7 +200,13 @@ class JudgmentStore:
                 for table in (requirement_cache_table, judgment_cache_table)
             }
 
-    def _select(self, table: Table, column: str, keys: Iterable[str]) -> dict[str, Any]:
+    def _select(
+        self,
+        table: Table,
+        column: str,
+        keys: Iterable[str],
+        created_before: datetime | None = None,
+    ) -> dict[str, Any]:
         wanted = list(dict.fromkeys(keys))
         found: dict[str, Any] = {}
         if not wanted:
@@ -203,6 +215,8 @@ class JudgmentStore:
             for start in range(0, len(wanted), _KEY_BATCH):
                 batch = wanted[start : start + _KEY_BATCH]
                 statement = select(table.c.key, table.c[column]).where(table.c.key.in_(batch))
+                if created_before is not None:
+                    statement = statement.where(table.c.created_at < created_before)
                 for key, value in connection.execute(statement):
                     found[key] = json.loads(value) if isinstance(value, str) else value
         return found

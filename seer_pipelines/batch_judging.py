@@ -9,11 +9,11 @@ finished; that run completes the day from the cache, judging on demand only what
 batches could not answer. A killed or repeated run reads the same rows and picks the same
 batches up again.
 
-A budget (SEER_BUDGET_USD, SEER_BUDGET_TOKENS) applies to the batches too: before each
-submission the day's events are projected at the batch price (half of on-demand), counting
-what its collected batches actually cost, and only the events that fit are submitted. The
-run that completes the day starts its budget from that batch spend, so the events left out
-are stored as `skipped_budget` (the on-demand judge takes what still fits).
+A budget (SEER_BUDGET_USD, SEER_BUDGET_TOKENS) applies to the batches too: the day's
+events are projected at the batch price (half of on-demand) against the cache as it was
+before the day's first batch, and only those that fit are submitted. Every later run of
+the day draws the line at the same event, so the run that completes the day stores the
+rest as `skipped_budget`, and a repeated run makes no call.
 """
 
 from __future__ import annotations
@@ -29,13 +29,7 @@ from dagster import MetadataValue
 from seer_metrics.budget import Budget
 from seer_metrics.cache import JudgmentStore
 from seer_metrics.cost_estimate import BATCH_PRICE_FACTOR
-from seer_metrics.evaluators.batch import (
-    BatchJudge,
-    BatchProgress,
-    BatchRecord,
-    advance,
-    collect_finished,
-)
+from seer_metrics.evaluators.batch import BatchJudge, BatchProgress, BatchRecord, advance
 from seer_metrics.evaluators.llm import LLMEvaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_pipelines.judging_limits import BudgetGate, JudgingLimits, model_price
@@ -77,6 +71,15 @@ class BatchLedger:
             for row in connection.execute(statement):
                 found.setdefault(row.partition_date, []).append(_record(row._mapping))
         return found
+
+    def first_submitted(self, day: date) -> datetime | None:
+        """When the day's first batch was submitted (None: none yet)."""
+        table = self.table
+        statement = sa.select(sa.func.min(table.c.submitted_at)).where(
+            table.c.partition_date == day
+        )
+        with self.engine.connect() as connection:
+            return connection.execute(statement).scalar()
 
     def save(self, day: date, records: Iterable[BatchRecord]) -> None:
         """Insert new batches and update known ones (one transaction)."""
@@ -164,34 +167,27 @@ def day_events(warehouse: WarehouseResource, day: date) -> list[RetrievalEvent]:
 
 @dataclass(frozen=True)
 class DayBatchProgress(BatchProgress):
-    """`BatchProgress` of one day, with the events its budget kept out of the batches."""
+    """`BatchProgress` of one day, with the events its budget kept out of the batches and
+    the moment of its first batch (what its budget gate reads the cache as of)."""
 
     over_budget: int = 0
     budget: Budget = field(default_factory=Budget)
-
-    @property
-    def spent_usd(self) -> float:
-        """What the day's collected batches cost, at the batch price."""
-        return float(sum(record.cost_usd for record in self.records))
-
-    @property
-    def spent_tokens(self) -> int:
-        return sum(record.prompt_tokens + record.completion_tokens for record in self.records)
+    as_of: datetime | None = None
 
 
 def batch_budget_gate(
-    judge: BatchJudge, budget: Budget, records: Sequence[BatchRecord]
+    budget: Budget,
+    store: JudgmentStore,
+    model: str,
+    prompt_version: str,
+    price: tuple[float, float] | None,
+    as_of: datetime | None,
 ) -> BudgetGate:
-    """The budget gate at the batch price, having spent what `records` cost."""
-    price = model_price(judge)
+    """The budget gate of a batch day: projections at the batch price, against the cache
+    as it was at the day's first batch (`as_of`; None: as it is now, nothing submitted)."""
     if price is not None:
         price = (price[0] * BATCH_PRICE_FACTOR, price[1] * BATCH_PRICE_FACTOR)
-    gate = BudgetGate(budget, judge.store, judge.model, judge.prompt_version, price)
-    gate.settle(
-        float(sum(record.cost_usd for record in records)),
-        sum(record.prompt_tokens + record.completion_tokens for record in records),
-    )
-    return gate
+    return BudgetGate(budget, store, model, prompt_version, price, as_of=as_of)
 
 
 def advance_day(
@@ -204,30 +200,32 @@ def advance_day(
 
     `events` are the events the day judges (default: all its valid events); the progress
     says whether the day is `ready` to be judged from the cache or still waiting. With a
-    budget, only the events whose projected batch cost still fits are submitted
-    (`over_budget` counts the others).
+    budget, only the events whose projected batch cost fits are submitted (`over_budget`
+    counts the others).
     """
     ledger = ledger_for(warehouse)
     judge = batch_judge(warehouse, evaluator)
     chosen = day_events(warehouse, day) if events is None else list(events)
-    records = ledger.records(day)
     budget = JudgingLimits.of(evaluator).budget
+    as_of = ledger.first_submitted(day)
     submit: Sequence[RetrievalEvent] = chosen
     over: list[RetrievalEvent] = []
-    collected: list[BatchRecord] = []
     if budget.enabled:
-        # What the finished batches cost (and answered) first: the projection needs both.
-        records, collected = collect_finished(judge, chosen, records)
-        ledger.save(day, records)
-        submit, over = batch_budget_gate(judge, budget, records).split(chosen)
-    progress = advance(judge, chosen, records, label=f"seer {day.isoformat()}", submit=submit)
+        gate = batch_budget_gate(
+            budget, judge.store, judge.model, judge.prompt_version, model_price(judge), as_of
+        )
+        submit, over = gate.split(chosen)
+    progress = advance(
+        judge, chosen, ledger.records(day), label=f"seer {day.isoformat()}", submit=submit
+    )
     ledger.save(day, progress.records)
     return DayBatchProgress(
         records=progress.records,
         submitted=progress.submitted,
-        collected=tuple(collected) + progress.collected,
+        collected=progress.collected,
         over_budget=len(over),
         budget=budget,
+        as_of=ledger.first_submitted(day),
     )
 
 

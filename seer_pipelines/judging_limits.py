@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from dagster import MetadataValue
@@ -167,7 +167,13 @@ def sampled_events(
 
 class BudgetGate:
     """Before each call batch: which events still fit in the budget, from the cache and the
-    real prompts (a cached judgment is free; a cached requirement list saves phase 1)."""
+    real prompts (a cached judgment is free; a cached requirement list saves phase 1).
+
+    With `as_of`, the cache is read as it was at that moment (a batch day's first
+    submission): what the day's own batches answered since still counts at its projected
+    cost, so every run of the day draws the line at the same event and a finished day
+    re-runs without a call; the projections, not the spend, are then what the cap holds.
+    """
 
     def __init__(
         self,
@@ -176,28 +182,34 @@ class BudgetGate:
         model: str,
         prompt_version: str,
         price: tuple[float, float] | None,
+        as_of: datetime | None = None,
     ) -> None:
         self.tracker = BudgetTracker(budget)
         self.store = store
         self.model = model
         self.prompt_version = prompt_version
         self.price = price
+        self.as_of = as_of
         # Sized like `seer estimate`, with the judge's own model.
         self._estimator = CostEstimator(model, price)
+        # Queries whose phase 1 is already projected (by an earlier call batch too).
+        self._projected_queries: set[str] = set()
 
     def split(
         self, events: Sequence[RetrievalEvent]
     ) -> tuple[list[RetrievalEvent], list[RetrievalEvent]]:
         """(events to judge, events over the budget), each in the order given."""
         keys = [judgment_key(event, self.model, self.prompt_version) for event in events]
-        cached = self.store.get_judgments(keys)
+        cached = self.store.get_judgments(keys, created_before=self.as_of)
         query_keys = {
             index: requirements_key(event.task, self.model, self.prompt_version)
             for index, event in enumerate(events)
             if keys[index] not in cached
         }
-        known_queries = self.store.get_requirements(set(query_keys.values()))
-        projected_queries: set[str] = set()
+        known_queries = self.store.get_requirements(
+            set(query_keys.values()), created_before=self.as_of
+        )
+        projected_queries = self._projected_queries
         judge: list[RetrievalEvent] = []
         over: list[RetrievalEvent] = []
         sizer = self._estimator.sizer
@@ -225,7 +237,10 @@ class BudgetGate:
         return (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1_000_000
 
     def settle(self, spent_usd: float, spent_tokens: int) -> None:
-        self.tracker.settle(spent_usd, spent_tokens)
+        """Replace the call batch's projections by what it cost; a gate reading the cache
+        `as_of` a past moment keeps its projections (see the class)."""
+        if self.as_of is None:
+            self.tracker.settle(spent_usd, spent_tokens)
 
     def metadata(self) -> Mapping[str, Any]:
         tracker = self.tracker

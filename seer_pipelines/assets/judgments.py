@@ -34,7 +34,7 @@ from seer_metrics.rows import first_by_event_ts, invalid_row, judged_row
 from seer_metrics.slices import NOT_SAMPLED, SKIPPED_BUDGET
 from seer_pipelines.assets.events import GROUP_NAME, retrieval_events
 from seer_pipelines.assets.table_schemas import table_metadata
-from seer_pipelines.batch_judging import advance_day, batch_metadata
+from seer_pipelines.batch_judging import advance_day, batch_budget_gate, batch_metadata
 from seer_pipelines.judging_limits import (
     BudgetGate,
     DayLimits,
@@ -321,7 +321,7 @@ def event_judgments(
             )
         )
     batches: dict[str, Any] = {}
-    batch_spend = (0.0, 0)
+    day_batches = None
     if evaluator.resolved_mode() == "batch":
         # Batch mode: collect finished batches, submit the next phase, never wait. While a
         # batch runs the asset is not materialized (downstream steps are skipped) and
@@ -336,7 +336,6 @@ def event_judgments(
         day_batches = advance_day(warehouse, evaluator, day, chosen)
         context.log.info(f"{day}: {day_batches.summary()}")
         batches = batch_metadata(day_batches)
-        batch_spend = (day_batches.spent_usd, day_batches.spent_tokens)
         if not day_batches.ready:
             context.log_event(
                 AssetObservation(
@@ -361,9 +360,13 @@ def event_judgments(
         )
 
     gate = None
-    if limits.budget.enabled:
+    if limits.budget.enabled and day_batches is not None:
+        # The line the day's batches were submitted under: the events past it are skipped.
+        gate = batch_budget_gate(
+            limits.budget, judge.store, judge.model, judge.prompt_version, price, day_batches.as_of
+        )
+    elif limits.budget.enabled:
         gate = BudgetGate(limits.budget, judge.store, judge.model, judge.prompt_version, price)
-        gate.settle(*batch_spend)  # what the day's batches already cost
     day_limits = DayLimits(limits, day_plan.sample, gate)
     summary = judge_partition(
         warehouse, judge, day, progress, config.max_error_share, day_limits=day_limits
