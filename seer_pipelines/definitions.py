@@ -25,6 +25,7 @@ from seer_pipelines.budget_check import budget
 from seer_pipelines.checks import build_slice_checks
 from seer_pipelines.instance import EVALUATOR_TAG
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_pipelines.sensors import FRESHNESS_CHECKS
 from seer_pipelines.sensors import SENSORS as ALERT_SENSORS
 from seer_pipelines.settings import load_settings, number_setting, secret, setting
 
@@ -115,9 +116,11 @@ def build_resources() -> dict[str, object]:
 seer_daily_job = define_asset_job(
     name="seer_daily_job",
     # The source is observed first: the day's row count is recorded before any judging.
+    # The freshness check is about the newest day, not the run's: its own sensors run it.
     selection=AssetSelection.assets(
         retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics_asset
-    ),
+    )
+    - AssetSelection.checks(*FRESHNESS_CHECKS),
     tags={EVALUATOR_TAG: evaluator_kind()},
     description="One day: observe the source, judge the events, score them, aggregate per "
     "slice, run the checks.",
@@ -130,7 +133,7 @@ seer_daily_schedule = build_schedule_from_partitioned_job(
 
 # Asset checks, sensors and the Slack resource of the alerting side are added here.
 # One check per rule of seer_rules.yaml ($SEER_RULES_FILE); see docs/alerts.md.
-ASSET_CHECKS: list = [build_slice_checks(), rows_accounted_for, budget]
+ASSET_CHECKS: list = [build_slice_checks(), rows_accounted_for, budget, *FRESHNESS_CHECKS]
 SENSORS: list = [*ALERT_SENSORS, seer_batch_sensor]
 
 defs = Definitions(

@@ -6,24 +6,37 @@
   message, secrets redacted). A failed check does not fail a run (it is alerted by the
   checks themselves, see `checks.py`); this one is for runs that crash. The failures of a
   backfill are held while it runs and go out as ONE message listing the days.
-- `seer_freshness_sensor` alerts when yesterday's `slice_metrics` partition has not
-  materialized by the deadline ($SEER_FRESHNESS_DEADLINE, HH:MM UTC, default 06:00).
+- Freshness is Dagster's own time-partition freshness check on `slice_metrics`
+  (`freshness_check`: yesterday's partition exists once the deadline passed,
+  $SEER_FRESHNESS_DEADLINE, HH:MM UTC, default 06:00), run when due by Dagster's
+  `seer_freshness_checks_sensor`. `seer_freshness_sensor` delivers its results: a failing
+  result is posted once through the outbox, a passing one resolves it, and after a late
+  partition lands it asks for the check again (Dagster does not re-run a failed one).
 
 Every alert goes through the same `seer_alerts` outbox, so none is lost or posted twice;
 if the warehouse itself is unreachable, a crashed run is posted directly.
 """
 
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 
 from dagster import (
+    AssetCheckKey,
+    AssetChecksDefinition,
+    AssetCheckSeverity,
     AssetKey,
     AssetRecordsFilter,
+    DagsterInstance,
     DefaultSensorStatus,
     RunFailureSensorContext,
+    RunRequest,
     SensorEvaluationContext,
     SkipReason,
+    SupersessionWarning,
+    build_sensor_for_freshness_checks,
+    build_time_partition_freshness_checks,
     run_failure_sensor,
     sensor,
 )
@@ -39,7 +52,6 @@ from seer_pipelines.alerts import (
     build_run_failure_message,
 )
 from seer_pipelines.checks import SLICE_METRICS_ASSET, dispatcher_for
-from seer_pipelines.partitions import daily_partitions
 from seer_pipelines.resources import WarehouseResource
 from seer_pipelines.settings import setting
 
@@ -57,13 +69,6 @@ def freshness_deadline(value: str | None = None) -> time:
     if not match:
         raise ValueError(f"{FRESHNESS_DEADLINE_ENV} must be HH:MM (UTC), e.g. 06:00; got {raw!r}")
     return time(int(match.group(1)), int(match.group(2)))
-
-
-def expected_partition(now: datetime, deadline: time) -> date:
-    """The newest day that must be materialized at `now`: yesterday once the deadline passed."""
-    now = now.astimezone(UTC) if now.tzinfo else now
-    yesterday = now.date() - timedelta(days=1)
-    return yesterday if now.time() >= deadline else yesterday - timedelta(days=1)
 
 
 def _summary(results) -> str:
@@ -208,60 +213,128 @@ def is_materialized(instance, asset_key: AssetKey, partition: str) -> bool:
     return bool(records.records)
 
 
-def evaluate_freshness(
-    instance,
+# The name Dagster gives the check `build_time_partition_freshness_checks` builds.
+FRESHNESS_CHECK_NAME = "freshness_check"
+FRESHNESS_CHECK_KEY = AssetCheckKey(SLICE_METRICS_ASSET, FRESHNESS_CHECK_NAME)
+_LATEST_CRON_TICK = "dagster/latest_cron_tick_timestamp"
+
+
+def build_freshness_checks(
+    deadline: time, asset_key: AssetKey = SLICE_METRICS_ASSET
+) -> list[AssetChecksDefinition]:
+    """Dagster's time-partition freshness check: the partition of the last complete UTC
+    day exists once `deadline` (UTC) passed.
+
+    Dagster marks these factories superseded by `FreshnessPolicy`; that policy judges the
+    latest materialization of any partition (a backfill of an old day would look fresh)
+    and produces no check result to deliver, so the per-day check is the one that fits.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SupersessionWarning)
+        return list(
+            build_time_partition_freshness_checks(
+                assets=[asset_key],
+                deadline_cron=f"{deadline.minute} {deadline.hour} * * *",
+                timezone="UTC",
+                severity=AssetCheckSeverity.ERROR,
+            )
+        )
+
+
+def build_freshness_checks_sensor(checks: Sequence[AssetChecksDefinition]):
+    """Dagster's sensor that runs the freshness checks whenever they could have changed."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SupersessionWarning)
+        return build_sensor_for_freshness_checks(
+            freshness_checks=checks,
+            name="seer_freshness_checks_sensor",
+            minimum_interval_seconds=FRESHNESS_INTERVAL_SECONDS,
+            default_status=DefaultSensorStatus.RUNNING,
+        )
+
+
+def checked_partition(evaluation) -> date | None:
+    """The day a freshness check result is about: the day before its deadline tick."""
+    tick = evaluation.metadata.get(_LATEST_CRON_TICK)
+    if tick is None:
+        return None
+    return datetime.fromtimestamp(float(tick.value), tz=UTC).date() - timedelta(days=1)
+
+
+def deliver_freshness(
+    instance: DagsterInstance,
     dispatcher: AlertDispatcher,
-    now: datetime,
-    deadline: time,
-    asset_key: AssetKey = SLICE_METRICS_ASSET,
-) -> str:
-    """Alert (once) when the expected partition is missing; resolve it once it exists."""
-    day = expected_partition(now, deadline)
-    start = daily_partitions.start.date()
-    if day < start:
-        return f"{day} is before the first partition {start}"
-    key = day.isoformat()
+    check_key: AssetCheckKey = FRESHNESS_CHECK_KEY,
+) -> RunRequest | SkipReason:
+    """Post the latest failing freshness result once; resolve it when the check passes.
+
+    Returns a request to evaluate the check again when it failed and the late partition
+    has since landed (Dagster's sensor leaves a failed check to the next run of the asset,
+    and the daily job does not carry this check).
+    """
+    summary = instance.event_log_storage.get_asset_check_summary_records([check_key])[check_key]
+    completed = summary.last_completed_check_execution_record
+    if completed is None or completed.event is None:
+        return SkipReason(f"{check_key.to_user_string()} has not been evaluated yet")
+    evaluation = completed.event.asset_check_evaluation
+    day = checked_partition(evaluation) if evaluation is not None else None
+    if evaluation is None or day is None:
+        return SkipReason(f"{check_key.to_user_string()}: no result to deliver")
+    asset_key = check_key.asset_key
     asset_name = asset_key.to_user_string()
     outbox: AlertOutbox = dispatcher.outbox
-    if is_materialized(instance, asset_key, key):
+    if evaluation.passed:
         outbox.record(day, KIND_FRESHNESS, [], None, resolve={("freshness", asset_name)})
-        return f"{asset_key.to_user_string()} {key} materialized"
+        return SkipReason(f"{asset_name} {day} materialized (freshness check passed)")
     payload = {
         "rule": "freshness",
-        "slice": asset_key.to_user_string(),
+        "slice": asset_name,
         "status": "fail",
         "severity": "ERROR",
-        "asset": asset_key.to_user_string(),
-        "deadline": f"{deadline:%H:%M} UTC",
-        "expected_partition": key,
+        "asset": asset_name,
+        "deadline": f"{freshness_deadline():%H:%M} UTC",
+        "expected_partition": day.isoformat(),
         "latest_partition": latest_materialized_partition(instance, asset_key),
+        "check": check_key.to_user_string(),
     }
     outbox.record(
-        day,
-        KIND_FRESHNESS,
-        [("freshness", asset_name, "ERROR", payload)],
-        None,
+        day, KIND_FRESHNESS, [("freshness", asset_name, "ERROR", payload)], completed.run_id
     )
     result = dispatcher.deliver(day, KIND_FRESHNESS)
-    return f"{asset_key.to_user_string()} {key} is late: {_summary([result])}"
+    status = f"{asset_name} {day} is late: {_summary([result])}"
+    in_flight = summary.last_check_execution_record is not None and (
+        summary.last_check_execution_record.run_id != completed.run_id
+    )
+    if not in_flight and is_materialized(instance, asset_key, day.isoformat()):
+        return RunRequest(
+            run_key=f"freshness-recheck-{completed.run_id}", asset_check_keys=[check_key]
+        )
+    return SkipReason(status)
+
+
+FRESHNESS_CHECKS = build_freshness_checks(freshness_deadline())
+seer_freshness_checks_sensor = build_freshness_checks_sensor(FRESHNESS_CHECKS)
 
 
 @sensor(
     name="seer_freshness_sensor",
     minimum_interval_seconds=FRESHNESS_INTERVAL_SECONDS,
     default_status=DefaultSensorStatus.RUNNING,
-    description="Alerts when yesterday's slice_metrics partition has not materialized by "
-    "$SEER_FRESHNESS_DEADLINE (HH:MM UTC, default 06:00).",
+    description="Posts a failing freshness check of slice_metrics (yesterday's partition "
+    "missing at $SEER_FRESHNESS_DEADLINE, HH:MM UTC, default 06:00) to Slack once, resolves "
+    "it when the check passes, and re-runs the check once the late partition lands.",
 )
 def seer_freshness_sensor(
     context: SensorEvaluationContext, warehouse: WarehouseResource, slack: SlackAlertResource
-) -> SkipReason:
+) -> RunRequest | SkipReason:
     dispatcher = dispatcher_for(warehouse, slack)
     dispatcher.log = context.log
-    status = evaluate_freshness(
-        context.instance, dispatcher, datetime.now(tz=UTC), freshness_deadline()
-    )
-    return SkipReason(status)
+    return deliver_freshness(context.instance, dispatcher)
 
 
-SENSORS = [seer_pending_alerts_sensor, seer_run_failure_sensor, seer_freshness_sensor]
+SENSORS = [
+    seer_pending_alerts_sensor,
+    seer_run_failure_sensor,
+    seer_freshness_sensor,
+    seer_freshness_checks_sensor,
+]

@@ -19,10 +19,8 @@ from dagster import (
 
 from seer_metrics.rules import CheckOutcome
 from seer_pipelines.alerts import (
-    KIND_FRESHNESS,
     KIND_RUN_FAILURE,
     PENDING,
-    RESOLVED,
     SENT,
     AlertOutbox,
     SlackAlertResource,
@@ -33,8 +31,6 @@ from seer_pipelines.resources import WarehouseResource
 from seer_pipelines.sensors import (
     BACKFILL_QUIET_PERIOD,
     backfill_hold,
-    evaluate_freshness,
-    expected_partition,
     freshness_deadline,
     seer_pending_alerts_sensor,
     seer_run_failure_sensor,
@@ -205,38 +201,6 @@ def test_freshness_deadline_parsing(monkeypatch) -> None:
         freshness_deadline("25:00")
 
 
-def test_expected_partition_is_yesterday_once_the_deadline_passed() -> None:
-    deadline = time(6, 0)
-    assert expected_partition(datetime(2026, 11, 30, 7, 0, tzinfo=UTC), deadline) == DAY
-    assert expected_partition(datetime(2026, 11, 30, 5, 59, tzinfo=UTC), deadline) == DAY - (
-        timedelta(days=1)
-    )
-
-
-def test_freshness_alerts_once_then_resolves(warehouse) -> None:
-    @asset(name="slice_metrics", partitions_def=daily_partitions)
-    def stand_in() -> None:
-        return None
-
-    instance = DagsterInstance.ephemeral()
-    now = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)
-    materialize([stand_in], partition_key="2026-11-28", instance=instance)
-    with FakeSlack() as fake:
-        dispatcher = dispatcher_for(warehouse, slack_for(fake))
-        status = evaluate_freshness(instance, dispatcher, now, time(6, 0))
-        assert status.startswith("slice_metrics 2026-11-29 is late")
-        evaluate_freshness(instance, dispatcher, now + timedelta(minutes=10), time(6, 0))
-        assert len(fake.messages) == 1
-        text = fake.messages[0]["blocks"][1]["text"]["text"]
-        assert "Partition *2026-11-29* of `slice_metrics` has not materialized" in text
-        assert "Last materialized partition: 2026-11-28" in text
-        materialize([stand_in], partition_key="2026-11-29", instance=instance)
-        assert evaluate_freshness(instance, dispatcher, now, time(6, 0)).endswith("materialized")
-        assert len(fake.messages) == 1
-    [row] = AlertOutbox(warehouse.get_engine()).rows(DAY, KIND_FRESHNESS)
-    assert row.state == RESOLVED
-
-
 def test_sensors_load_in_definitions() -> None:
     from seer_pipelines.sensors import SENSORS
 
@@ -245,4 +209,5 @@ def test_sensors_load_in_definitions() -> None:
         "seer_pending_alerts_sensor",
         "seer_run_failure_sensor",
         "seer_freshness_sensor",
+        "seer_freshness_checks_sensor",
     }

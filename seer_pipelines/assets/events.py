@@ -16,6 +16,7 @@ from typing import Any
 from dagster import (
     AssetExecutionContext,
     AssetSpec,
+    BackfillPolicy,
     BetaWarning,
     MetadataValue,
     ObserveResult,
@@ -140,7 +141,7 @@ with warnings.catch_warnings():
         partitions_def=daily_partitions,
         description="Counts one day of the source table: rows, event_ts range, unplaced rows.",
     )
-    def retrieval_events(context: AssetExecutionContext, warehouse: WarehouseResource):
+    def observe_retrieval_events(context: AssetExecutionContext, warehouse: WarehouseResource):
         observed = observe_source_day(warehouse, partition_day(context.partition_key))
         if observed.empty:
             context.log.warning(observed.summary())
@@ -149,3 +150,9 @@ with warnings.catch_warnings():
         yield ObserveResult(
             asset_key=RETRIEVAL_EVENTS, metadata=display_metadata(observed.metadata())
         )
+
+
+# One partition per run, like the assets it feeds, so the daily job has a single policy.
+retrieval_events = observe_retrieval_events.with_attributes(
+    backfill_policy=BackfillPolicy.multi_run(1)
+)
