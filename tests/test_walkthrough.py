@@ -1,0 +1,534 @@
+"""The README's walkthrough, run as written in a fresh clone, each command's effect checked.
+
+This checkout's HEAD is cloned into a temporary directory (uncommitted changes are not
+in it: commit before running this test). Its `.venv` links to the
+virtualenv running the tests, with its own install stamp, so `make` installs nothing, and
+PYTHONPATH points at the clone, so every process imports the clone's code. The shell
+blocks of README.md and docs/pipelines.md are read command by command and run in their
+order in one shell session: `source`, `export` and plain assignments carry over to the
+next command, and a long-running server (`make dev`, `dagster dev`) is started on a free
+port and left running for the commands after it, as in a second terminal.
+
+Every command must be known here: one that is not fails the test, so a new README command
+comes with a check of what it does. The `seer` command lines of every doc are parsed by
+the real `seer` parser, so a doc never names an option that does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+
+from seer_pipelines.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV = Path(sys.prefix)
+# The docs whose shell blocks are a walkthrough a user runs on the demo, in this order.
+WALKTHROUGH_DOCS = ("README.md", "docs/pipelines.md")
+DEMO_DAYS = 14
+PAIR_SLICE = "env=prod,feature_flag=retrieval-v2"
+SERVER_START_SECONDS = 180
+BACKFILL_SECONDS = 300
+COMMAND_SECONDS = 300
+
+pytestmark = pytest.mark.walkthrough
+
+
+# -- reading the docs ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DocCommand:
+    doc: str
+    line: int
+    text: str  # as written, comment included, continuation lines joined
+
+    @property
+    def command(self) -> str:
+        """The command without its trailing comment."""
+        return strip_comment(self.text).strip()
+
+    def __str__(self) -> str:
+        return f"{self.doc}:{self.line}: {self.command}"
+
+
+def strip_comment(text: str) -> str:
+    """`text` up to a `#` that starts a shell comment (outside quotes, after a blank)."""
+    quote = None
+    for index, character in enumerate(text):
+        if quote:
+            if character == quote:
+                quote = None
+        elif character in "'\"":
+            quote = character
+        elif character == "#" and (index == 0 or text[index - 1].isspace()):
+            return text[:index]
+    return text
+
+
+def shell_commands(doc: Path, relative: str) -> list[DocCommand]:
+    """The commands of the doc's ```bash blocks, in order."""
+    commands: list[DocCommand] = []
+    in_block = False
+    pending: list[str] = []
+    start = 0
+    for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.startswith("```"):
+            in_block = not in_block and line.strip() in ("```bash", "```sh", "```shell")
+            continue
+        if not in_block:
+            continue
+        if not pending:
+            start = number
+        if line.rstrip().endswith("\\"):
+            pending.append(line.rstrip()[:-1])
+            continue
+        pending.append(line)
+        text = " ".join(part.strip() for part in pending)
+        pending = []
+        if strip_comment(text).strip():
+            commands.append(DocCommand(relative, start, text))
+    return commands
+
+
+def all_doc_commands() -> list[DocCommand]:
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [command for doc in docs for command in shell_commands(doc, str(doc.relative_to(ROOT)))]
+
+
+def test_every_seer_command_line_in_the_docs_parses() -> None:
+    """Options named in any doc exist (placeholders like EVENTS.jsonl are just arguments)."""
+    seen = 0
+    for doc_command in all_doc_commands():
+        # A placeholder like `<deployment name>` is one argument.
+        words = shlex.split(re.sub(r"<[^>]*>", "PLACEHOLDER", doc_command.command))
+        if not words or words[0] != "seer":
+            continue
+        seen += 1
+        try:
+            build_parser(words[1:]).parse_args(words[1:])
+        except SystemExit:
+            pytest.fail(f"{doc_command} is refused by the seer command line")
+    assert seen, "no `seer` command found in the docs' shell blocks"
+
+
+# -- the clone and its shell session ------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def clone_checkout(target: Path) -> Path:
+    """A fresh clone of HEAD whose `.venv` is the running virtualenv, already installed."""
+    if shutil.which("git") is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("git is needed to clone the repository (CI=true)")
+        pytest.skip("git is not installed")
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(target)], check=True)
+    venv = target / ".venv"
+    venv.mkdir()
+    for entry in VENV.iterdir():
+        if entry.name != ".installed":
+            (venv / entry.name).symlink_to(entry)
+    # Newer than the clone's pyproject.toml, so the Makefile's install step is done.
+    (venv / ".installed").touch()
+    return target
+
+
+@dataclass
+class Finished:
+    command: DocCommand
+    returncode: int
+    output: str
+
+
+@dataclass
+class Server:
+    command: DocCommand
+    process: subprocess.Popen
+    port: int
+    log: Path
+
+    def stop(self) -> None:
+        for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+            if self.process.poll() is not None:
+                break
+            with suppress(ProcessLookupError):
+                os.killpg(self.process.pid, sig)
+            with suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=wait)
+        # What dagster dev spawned (code server, daemon, run workers) shares its group.
+        with suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
+
+
+@dataclass
+class Session:
+    """One user's shell in the clone: the environment carries over from command to command."""
+
+    root: Path
+    env: dict[str, str]
+    logs: Path
+    servers: list[Server] = field(default_factory=list)
+    done: dict[str, Finished] = field(default_factory=dict)
+
+    def run(self, command: DocCommand) -> Finished:
+        environment_file = self.logs / "environment"
+        # allexport: `DAY=...` reaches the next command as it would in an interactive shell.
+        script = f"set -a\n{command.text}\nstatus=$?\nenv -0 > {environment_file}\nexit $status\n"
+        completed = subprocess.run(
+            ["bash", "-c", script], cwd=self.root, env=self.env, capture_output=True,
+            text=True, timeout=COMMAND_SECONDS,
+        )  # fmt: skip
+        if environment_file.exists():
+            pairs = environment_file.read_text().split("\0")
+            self.env = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+            for name in ("_", "OLDPWD", "SHLVL", "status"):
+                self.env.pop(name, None)
+            environment_file.unlink()
+        finished = Finished(command, completed.returncode, completed.stdout + completed.stderr)
+        self.done[command.command] = finished
+        return finished
+
+    def words(self, command: DocCommand) -> list[str]:
+        """The command's arguments as the shell expands them in this session."""
+        script = f'eval "set -- "{shlex.quote(command.command)}; printf "%s\\0" "$@"'
+        expanded = subprocess.run(
+            ["bash", "-c", script], cwd=self.root, env=self.env, capture_output=True,
+            text=True, check=True,
+        )  # fmt: skip
+        return expanded.stdout.split("\0")[:-1]
+
+    def start(self, command: DocCommand) -> Server:
+        """A server in its own process group, on a free port, answering before it returns."""
+        for server in self.servers:  # one UI and daemon at a time on the instance
+            server.stop()
+        self.servers.clear()
+        port = free_port()
+        log = self.logs / f"server-{len(self.done)}.log"
+        env = {**self.env, "DAGSTER_CLI_DEV_PORT": str(port)}
+        with log.open("w") as output:
+            process = subprocess.Popen(
+                ["bash", "-c", f"exec {command.text}"], cwd=self.root, env=env,
+                stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        server = Server(command, process, port, log)
+        self.servers.append(server)
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while not webserver_answers(port):
+            if process.poll() is not None:
+                pytest.fail(f"{command} exited with {process.returncode}:\n{server.tail()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"{command}: no webserver on port {port}:\n{server.tail()}")
+            time.sleep(1)
+        self.done[command.command] = Finished(command, 0, "")
+        return server
+
+    def stop_servers(self) -> None:
+        for server in self.servers:
+            server.stop()
+        self.servers.clear()
+
+
+def webserver_answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=5):
+            return True
+    except OSError:
+        return False
+
+
+def graphql(port: int, query: str) -> dict:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+# -- what each command must do ------------------------------------------------------------
+
+
+@dataclass
+class Walkthrough:
+    session: Session
+
+    @property
+    def root(self) -> Path:
+        return self.session.root
+
+    @property
+    def home(self) -> Path:
+        return self.root / ".dagster_home"
+
+    def demo_days(self) -> list[date]:
+        first = date.fromisoformat((self.home / "seer_demo_start_date").read_text().strip())
+        return [first + timedelta(days=offset) for offset in range(DEMO_DAYS)]
+
+    def warehouse(self, query: str) -> list[tuple]:
+        with sqlite3.connect(self.root / ".seer" / "warehouse.sqlite") as connection:
+            return connection.execute(query).fetchall()
+
+    def instance(self):
+        from dagster import DagsterInstance
+
+        return DagsterInstance.from_config(str(self.home))
+
+
+def check_succeeded(walkthrough: Walkthrough, finished: Finished) -> None:
+    assert finished.returncode == 0, f"{finished.command} failed:\n{finished.output[-3000:]}"
+
+
+def check_demo(walkthrough: Walkthrough, finished: Finished) -> None:
+    check_succeeded(walkthrough, finished)
+    days = walkthrough.demo_days()
+    counted = walkthrough.warehouse(
+        "select count(distinct partition_date), min(partition_date), max(partition_date) "
+        "from seer_slice_metrics"
+    )[0]
+    assert counted == (DEMO_DAYS, days[0].isoformat(), days[-1].isoformat()), counted
+    rows = walkthrough.warehouse(
+        "select count(distinct partition_date), count(*) from seer_event_metrics"
+    )[0]
+    assert rows[0] == DEMO_DAYS and rows[1] > 100 * DEMO_DAYS, rows
+    # The injected release: both regressed days alert, naming the pair slice.
+    for day in days[-2:]:
+        heading = f"alert for {day.isoformat()}"
+        assert heading in finished.output, f"no alert for {day}:\n{finished.output[-3000:]}"
+        alert = finished.output.split(heading, 1)[1].split("Seer: ", 1)[0]
+        assert PAIR_SLICE in alert, alert
+    with walkthrough.instance() as instance:
+        from dagster import DagsterRunStatus, RunsFilter
+
+        runs = instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.SUCCESS]))
+        partitions = {run.tags.get("dagster/partition") for run in runs}
+    assert {day.isoformat() for day in days} <= partitions
+
+
+def check_server(walkthrough: Walkthrough, server: Server) -> None:
+    """The UI serves the demo's instance with the demo's days as partitions."""
+    answer = graphql(
+        server.port,
+        '{ assetNodeOrError(assetKey: {path: ["slice_metrics"]}) '
+        "{ ... on AssetNode { partitionKeys } } }",
+    )
+    keys = answer["data"]["assetNodeOrError"]["partitionKeys"]
+    assert keys == [day.isoformat() for day in walkthrough.demo_days()], keys
+
+
+def check_activate(walkthrough: Walkthrough, finished: Finished) -> None:
+    check_succeeded(walkthrough, finished)
+    found = shutil.which("dagster", path=walkthrough.session.env["PATH"])
+    # The clone's .venv links to the test's virtualenv, whose activate script names itself.
+    venv_bin = (walkthrough.root / ".venv" / "bin").resolve()
+    assert found and Path(found).resolve().parent == venv_bin, found
+
+
+def check_environment(walkthrough: Walkthrough, finished: Finished) -> None:
+    """`export NAME=...` and `NAME=...` lines: the demo's instance and days."""
+    check_succeeded(walkthrough, finished)
+    env = walkthrough.session.env
+    expected = {
+        "DAGSTER_HOME": str(walkthrough.home),
+        "SEER_START_DATE": walkthrough.demo_days()[0].isoformat(),
+        "DAY": walkthrough.demo_days()[-1].isoformat(),
+    }
+    names = re.findall(r"(?:^|\s)([A-Z_][A-Z0-9_]*)=", finished.command.command)
+    assert names, finished.command
+    for name in names:
+        assert name in expected, f"{finished.command}: no check for {name}"
+        assert env.get(name) == expected[name], (name, env.get(name), expected[name])
+
+
+def _partition_runs(walkthrough: Walkthrough, tags: dict[str, str]) -> list:
+    from dagster import RunsFilter
+
+    with walkthrough.instance() as instance:
+        return list(instance.get_runs(RunsFilter(tags=tags)))
+
+
+def check_materialize(walkthrough: Walkthrough, finished: Finished) -> None:
+    check_succeeded(walkthrough, finished)
+    from dagster import AssetKey, DagsterRunStatus, RunsFilter
+
+    words = walkthrough.session.words(finished.command)
+    partition = words[words.index("--partition") + 1]
+    assert partition in {day.isoformat() for day in walkthrough.demo_days()}, partition
+    with walkthrough.instance() as instance:
+        records = instance.get_run_records(RunsFilter(tags={"dagster/partition": partition}))
+        latest = max(records, key=lambda record: record.create_timestamp).dagster_run
+        assert latest.status == DagsterRunStatus.SUCCESS, latest.status
+        record = instance.get_latest_materialization_event(AssetKey("slice_metrics"))
+        assert record is not None and record.run_id == latest.run_id
+        materialization = record.asset_materialization
+        assert materialization is not None and materialization.partition == partition
+
+
+def check_backfill(walkthrough: Walkthrough, finished: Finished) -> None:
+    """One run per day of the range, each run to success by the daemon of the server."""
+    check_succeeded(walkthrough, finished)
+    from dagster import DagsterRunStatus
+
+    assert walkthrough.session.servers, f"{finished.command} needs the daemon of `make dev`"
+    backfill = re.search(r"Launched backfill job `([^`]+)`", finished.output)
+    assert backfill, finished.output[-2000:]
+    words = walkthrough.session.words(finished.command)
+    first, last = (
+        date.fromisoformat(words[words.index(option) + 1]) for option in ("--from", "--to")
+    )
+    expected = {(first + timedelta(days=n)).isoformat() for n in range((last - first).days + 1)}
+    assert expected <= {day.isoformat() for day in walkthrough.demo_days()}
+    deadline = time.monotonic() + BACKFILL_SECONDS
+    while True:
+        runs = _partition_runs(walkthrough, {"dagster/backfill": backfill.group(1)})
+        if len(runs) == len(expected) and all(run.is_finished for run in runs):
+            break
+        if time.monotonic() > deadline:
+            statuses = {run.tags.get("dagster/partition"): run.status.value for run in runs}
+            pytest.fail(
+                f"backfill not done in {BACKFILL_SECONDS} s: {statuses}\n"
+                f"{walkthrough.session.servers[0].tail()}"
+            )
+        time.sleep(2)
+    assert {run.tags.get("dagster/partition") for run in runs} == expected
+    failed = [
+        run.tags.get("dagster/partition") for run in runs if run.status != DagsterRunStatus.SUCCESS
+    ]
+    assert not failed, f"runs failed for {failed}"
+
+
+def check_calibrate(walkthrough: Walkthrough, finished: Finished) -> None:
+    """The agreement report, and the examples written as events for `seer evaluate`."""
+    check_succeeded(walkthrough, finished)
+    assert "citation precision vs gold" in finished.output, finished.output[-2000:]
+    words = walkthrough.session.words(finished.command)
+    events = walkthrough.root / words[words.index("--events-out") + 1]
+    records = [json.loads(line) for line in events.read_text().splitlines()]
+    assert len(records) == 100 and all(record["context"] for record in records)
+
+
+def check_evaluate(walkthrough: Walkthrough, finished: Finished) -> None:
+    """The summary, one score line per event, and the judgments in the default cache."""
+    check_succeeded(walkthrough, finished)
+    assert re.search(r"events: 100  ok: 100  invalid: 0  errors: 0", finished.output)
+    assert re.search(r"mean recall 0\.\d+  precision 0\.\d+", finished.output)
+    assert (walkthrough.root / ".seer" / "judgments.sqlite").is_file()
+    words = walkthrough.session.words(finished.command)
+    if "--out" in words:
+        scores = (walkthrough.root / words[words.index("--out") + 1]).read_text().splitlines()
+        assert len(scores) == 100 and all(json.loads(line)["status"] == "ok" for line in scores)
+
+
+def check_estimate(walkthrough: Walkthrough, finished: Finished) -> None:
+    """Every key the README's row for `seer estimate` names is in its JSON."""
+    check_succeeded(walkthrough, finished)
+    result = json.loads(finished.output[finished.output.index("{") :])
+    readme = (walkthrough.root / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| `seer estimate"))
+    described = row.split("--json` prints one object:", 1)[1]
+    keys = set(re.findall(r"`([a-z_0-9]+)`", described))
+    assert keys, row
+    nested = {"online", "batch"}
+    assert keys - nested <= set(result), keys - set(result)
+    assert set(result["calls"]) == nested and result["events"] == 100
+
+
+@dataclass(frozen=True)
+class Step:
+    pattern: str
+    check: Callable[[Walkthrough, Finished], None] | None = None
+    server: bool = False
+    not_run: str = ""  # why the test does not run it
+
+
+STEPS = (
+    Step(r"make demo", check_demo),
+    Step(r"make test", not_run="it is the test suite this test belongs to"),
+    Step(r"\.ci/run", not_run="it runs `make test`, this suite"),
+    Step(r"make bench", not_run="the benchmarks take minutes; each prints its own target"),
+    Step(r"make dev", server=True),
+    Step(r"dagster dev -w workspace\.yaml", server=True),
+    Step(r"source \.venv/bin/activate", check_activate),
+    Step(r"seer calibrate \S+ --events-out \S+", check_calibrate),
+    Step(r"seer evaluate \S+( --out \S+)?", check_evaluate),
+    Step(r"seer estimate \S+ --json", check_estimate),
+    Step(r"(export )?[A-Z_][A-Z0-9_]*=.*", check_environment),
+    Step(r"dagster asset materialize .* --partition \S+", check_materialize),
+    Step(r"dagster job backfill .*--from .+ --to .+", check_backfill),
+)
+
+
+def step_for(command: DocCommand) -> Step:
+    for step in STEPS:
+        if re.fullmatch(step.pattern, command.command):
+            return step
+    pytest.fail(f"{command}: this test does not know the command; add a Step that checks it")
+
+
+@pytest.fixture
+def walkthrough(tmp_path: Path) -> Iterator[Walkthrough]:
+    root = clone_checkout(tmp_path / "seer")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("SEER_", "DAGSTER_", "SLACK_", "OPENAI_", "VIRTUAL_ENV"))
+    }
+    # The clone's code, not the checkout the virtualenv was installed from.
+    env["PYTHONPATH"] = str(root)
+    session = Session(root, env, logs)
+    try:
+        yield Walkthrough(session)
+    finally:
+        session.stop_servers()
+
+
+def test_the_walkthrough_works_as_written_in_a_fresh_clone(walkthrough: Walkthrough) -> None:
+    commands = [
+        command
+        for doc in WALKTHROUGH_DOCS
+        for command in shell_commands(walkthrough.root / doc, doc)
+    ]
+    assert any(command.command == "make demo" for command in commands)
+    steps = [(command, step_for(command)) for command in commands]  # unknown ones fail first
+    checked = []
+    for command, step in steps:
+        if step.not_run:
+            continue
+        if command.command in walkthrough.session.done:
+            continue  # a later doc repeating the same command: already run and checked
+        started = time.monotonic()
+        if step.server:
+            check_server(walkthrough, walkthrough.session.start(command))
+        else:
+            step.check(walkthrough, walkthrough.session.run(command))
+        checked.append(command.command)
+        # Shown with `pytest -s`: where the walkthrough's time goes on this machine.
+        print(f"{time.monotonic() - started:6.1f} s  {command}")
+    assert "make demo" in checked
