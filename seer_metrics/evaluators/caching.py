@@ -127,7 +127,10 @@ class CachingEvaluator:
                 first_miss[key] = index
         miss_keys = list(first_miss)
         miss_events = [events[index] for index in first_miss.values()]
-        pending = _PendingJudgments(self.store, self.flush_events, self.flush_seconds)
+        # An evaluator that returns its batch at once has nothing to commit early: its
+        # judgments go in one transaction, not one per `flush_events`.
+        flush_events = self.flush_events if self._streams else max(len(miss_events), 1)
+        pending = _PendingJudgments(self.store, flush_events, self.flush_seconds)
 
         def completed(position: int, outcome: EvaluationOutcome) -> None:
             if outcome.status == "ok" and outcome.judgment is not None:

@@ -100,6 +100,8 @@ _QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|'[^']{2,}'(?!\w)")
 
 def fold_accents(text: str) -> str:
     """`Aschenbrödel` and `Aschenbrodel` must match: strip combining marks."""
+    if text.isascii():
+        return text  # nothing to decompose or strip
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
@@ -416,6 +418,15 @@ def split_title(text: str) -> tuple[str, str]:
 
 
 def _passage_terms(item_id: str, text: str) -> _PassageTerms:
+    return _PassageTerms(item_id, *_text_terms(text))
+
+
+@lru_cache(maxsize=4096)
+def _text_terms(
+    text: str,
+) -> tuple[frozenset[str], frozenset[str], tuple[frozenset[str], ...]]:
+    """A passage's title terms, all terms and per-sentence terms: a function of its text,
+    kept for the passages retrieved again and again (popular documents)."""
     title, body = split_title(text)
     title_terms = frozenset(content_terms(title))
     sentences = tuple(
@@ -423,7 +434,7 @@ def _passage_terms(item_id: str, text: str) -> _PassageTerms:
         for sentence in _SENTENCE_END.split(body)
         if sentence.strip()
     ) or (title_terms,)
-    return _PassageTerms(item_id, title_terms, title_terms.union(*sentences), sentences)
+    return title_terms, title_terms.union(*sentences), sentences
 
 
 _DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")

@@ -63,8 +63,9 @@ def create_warehouse_engine(
 ) -> sa.Engine:
     """An engine for `url` (a SQLAlchemy URL, or a path to a SQLite file).
 
-    SQLite gets WAL so a streaming read and writes can overlap, and its file's directory
-    is created. On PostgreSQL the session runs in UTC and, with `schema`, searches that
+    SQLite gets WAL so a streaming read and writes can overlap (with synchronous=NORMAL,
+    WAL's safe setting that does not sync every commit), and its file's directory is
+    created. On PostgreSQL the session runs in UTC and, with `schema`, searches that
     schema first, so tables created by other components on this engine (the judgment
     cache) land there. `setting` names the option in errors.
     """
@@ -85,6 +86,10 @@ def create_warehouse_engine(
         def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
+            # In WAL mode NORMAL never corrupts the file and syncs at checkpoints, not at
+            # every commit (a power cut may lose the last commits, which a re-run redoes):
+            # a day stages thousands of chunks, each its own commit.
+            cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA busy_timeout=60000")
             cursor.close()
 
