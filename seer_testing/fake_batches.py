@@ -34,7 +34,8 @@ from email.parser import BytesParser
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from seer_testing.fake_judge import FakeJudgeServer, _error_body, _Handler, _Server
+from seer_testing.fake_judge import FakeJudgeServer, JudgeHandler, error_body
+from seer_testing.local_server import BackgroundServer
 
 CHAT_COMPLETIONS = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
@@ -147,27 +148,18 @@ class FakeBatchServer:
         self.lines_answered = 0
         self.cancel_requests = 0
         self._lock = threading.RLock()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server = BackgroundServer("fake batch server")
 
     # --- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> FakeBatchServer:
         handler = type("FakeBatchHandler", (_BatchHandler,), {"judge": self.judge, "batches": self})
-        httpd = _Server(("127.0.0.1", 0), handler)
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._server.start(handler)
         return self
 
     def stop(self) -> None:
         self.judge.stop()  # releases a judge that is hanging a request
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        self._server.stop()
 
     def __enter__(self) -> FakeBatchServer:
         return self.start()
@@ -177,10 +169,7 @@ class FakeBatchServer:
 
     @property
     def base_url(self) -> str:
-        if self._httpd is None:
-            raise RuntimeError("the fake batch server is not running")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return self._server.url("/v1")
 
     # --- scripting and inspection -------------------------------------------------------------
 
@@ -217,7 +206,7 @@ class FakeBatchServer:
 
     def upload(self, filename: str, purpose: str, content: bytes) -> tuple[int, dict[str, Any]]:
         if purpose != "batch":
-            return 400, _error_body(f"purpose {purpose!r} is not supported here", "invalid_request")
+            return 400, error_body(f"purpose {purpose!r} is not supported here", "invalid_request")
         return 200, self._new_file(filename, purpose, content).to_object()
 
     def get_file(self, file_id: str) -> _File | None:
@@ -227,13 +216,13 @@ class FakeBatchServer:
     def create_batch(self, body: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
         endpoint = body.get("endpoint")
         if body.get("completion_window") != COMPLETION_WINDOW:
-            return 400, _error_body("completion_window must be '24h'", "invalid_request_error")
+            return 400, error_body("completion_window must be '24h'", "invalid_request_error")
         if endpoint != CHAT_COMPLETIONS:
-            return 400, _error_body(f"endpoint {endpoint!r} is not faked", "invalid_request_error")
+            return 400, error_body(f"endpoint {endpoint!r} is not faked", "invalid_request_error")
         with self._lock:
             source = self._files.get(str(body.get("input_file_id")))
             if source is None or source.purpose != "batch":
-                return 404, _error_body("no such input file", "invalid_request_error")
+                return 404, error_body("no such input file", "invalid_request_error")
             behaviour = self._behaviours.pop(0) if self._behaviours else self.default_behaviour
             lines, errors = _parse_input(source.content, endpoint)
             now = int(time.time())
@@ -259,7 +248,7 @@ class FakeBatchServer:
         with self._lock:
             batch = self._batches.get(batch_id)
             if batch is None:
-                return 404, _error_body(f"no batch {batch_id}", "invalid_request_error")
+                return 404, error_body(f"no batch {batch_id}", "invalid_request_error")
             self._advance(batch)
             return 200, batch.to_object()
 
@@ -282,9 +271,9 @@ class FakeBatchServer:
             self.cancel_requests += 1
             batch = self._batches.get(batch_id)
             if batch is None:
-                return 404, _error_body(f"no batch {batch_id}", "invalid_request_error")
+                return 404, error_body(f"no batch {batch_id}", "invalid_request_error")
             if batch.status in TERMINAL_STATUSES:
-                return 400, _error_body(
+                return 400, error_body(
                     f"Cannot cancel a batch with status {batch.status}", "invalid_request_error"
                 )
             self._start_cancelling(batch)
@@ -349,7 +338,7 @@ class FakeBatchServer:
                     _error_line(custom_id, behaviour.error_code, "The request failed in the batch.")
                 )
             elif index < behaviour.error_lines + behaviour.status_lines:
-                body = _error_body("The server had an error", "server_error")
+                body = error_body("The server had an error", "server_error")
                 failures.append(_response_line(custom_id, behaviour.status_code, body))
             else:
                 code, _, body = self.judge.handle(line["body"])
@@ -455,7 +444,7 @@ def _multipart_fields(content_type: str, raw: bytes) -> dict[str, tuple[str | No
     return fields
 
 
-class _BatchHandler(_Handler):
+class _BatchHandler(JudgeHandler):
     """The fake judge's handler, plus the Files and Batches routes."""
 
     batches: FakeBatchServer
@@ -466,20 +455,20 @@ class _BatchHandler(_Handler):
         if parts[:2] == ["v1", "files"] and len(parts) in (3, 4):
             item = self.batches.get_file(parts[2])
             if item is None:
-                self._send(404, {}, _error_body(f"no file {parts[2]}", "invalid_request_error"))
+                self.send_json(404, {}, error_body(f"no file {parts[2]}", "invalid_request_error"))
             elif len(parts) == 3:
-                self._send(200, {}, item.to_object())
+                self.send_json(200, {}, item.to_object())
             elif parts[3] == "content":
                 self._send_bytes(item.content)
             else:
-                self._send(404, {}, _error_body(f"no route {self.path}", "invalid_request_error"))
+                self.send_no_route()
         elif parts[:2] == ["v1", "batches"] and len(parts) == 3:
-            self._send(*self._split(self.batches.retrieve_batch(parts[2])))
+            self.send_json(*self._split(self.batches.retrieve_batch(parts[2])))
         elif parts == ["v1", "batches"]:
             query = parse_qs(url.query)
             after = query.get("after", [None])[0]
             limit = int(query.get("limit", ["20"])[0])
-            self._send(200, {}, self.batches.list_batches(after, limit))
+            self.send_json(200, {}, self.batches.list_batches(after, limit))
         else:
             super().do_GET()
 
@@ -488,27 +477,28 @@ class _BatchHandler(_Handler):
         if parts[:2] not in (["v1", "files"], ["v1", "batches"]):
             super().do_POST()
             return
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
+        raw = self.read_body()
         if parts == ["v1", "files"]:
             fields = _multipart_fields(self.headers.get("Content-Type", ""), raw)
             if "file" not in fields or "purpose" not in fields:
-                self._send(400, {}, _error_body("file and purpose required", "invalid_request"))
+                self.send_json(400, {}, error_body("file and purpose required", "invalid_request"))
                 return
             filename, content = fields["file"]
             purpose = fields["purpose"][1].decode("utf-8")
-            self._send(*self._split(self.batches.upload(filename or "upload", purpose, content)))
+            self.send_json(
+                *self._split(self.batches.upload(filename or "upload", purpose, content))
+            )
         elif parts == ["v1", "batches"]:
             try:
                 body = json.loads(raw or b"{}")
             except json.JSONDecodeError:
-                self._send(400, {}, _error_body("body is not JSON", "invalid_request_error"))
+                self.send_json(400, {}, error_body("body is not JSON", "invalid_request_error"))
                 return
-            self._send(*self._split(self.batches.create_batch(body)))
+            self.send_json(*self._split(self.batches.create_batch(body)))
         elif len(parts) == 4 and parts[3] == "cancel":
-            self._send(*self._split(self.batches.cancel_batch(parts[2])))
+            self.send_json(*self._split(self.batches.cancel_batch(parts[2])))
         else:
-            self._send(404, {}, _error_body(f"no route {self.path}", "invalid_request_error"))
+            self.send_no_route()
 
     @staticmethod
     def _split(answer: tuple[int, dict[str, Any]]) -> tuple[int, dict[str, str], dict[str, Any]]:

@@ -24,10 +24,10 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
 from seer_metrics.cache import normalise_text
+from seer_testing.local_server import BackgroundServer, JSONHandler
 
 REQUIREMENTS_SCHEMA_NAME = "seer_requirements"
 SUPPORT_SCHEMA_NAME = "seer_support"
@@ -170,27 +170,17 @@ class FakeJudgeServer:
         self._accepted: collections.deque[float] = collections.deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server = BackgroundServer("fake judge server")
 
     # --- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> FakeJudgeServer:
-        handler = type("FakeJudgeHandler", (_Handler,), {"judge": self})
-        httpd = _Server(("127.0.0.1", 0), handler)
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._server.start(type("FakeJudgeHandler", (JudgeHandler,), {"judge": self}))
         return self
 
     def stop(self) -> None:
         self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        self._server.stop()
 
     def __enter__(self) -> FakeJudgeServer:
         return self.start()
@@ -200,10 +190,7 @@ class FakeJudgeServer:
 
     @property
     def base_url(self) -> str:
-        if self._httpd is None:
-            raise RuntimeError("the fake judge server is not running")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return self._server.url("/v1")
 
     # --- scripting and inspection ------------------------------------------------------------
 
@@ -295,14 +282,14 @@ class FakeJudgeServer:
             parsed = _parse_request(body)
         except (KeyError, TypeError, ValueError, IndexError) as error:
             self._record(None, 400, None, body)
-            return 400, {}, _error_body(f"bad request: {error}", "invalid_request_error")
+            return 400, {}, error_body(f"bad request: {error}", "invalid_request_error")
         wait = self._admit()
         if wait is not None:
             self._record(parsed, 429, "rpm_limit", body)
             return (
                 429,
                 {"Retry-After": f"{max(wait, 0.01):.3f}"},
-                _error_body("Rate limit reached for requests per minute", "requests"),
+                error_body("Rate limit reached for requests per minute", "requests"),
             )
         fault = self._take_fault(parsed.schema)
         if fault == "rate_limit":
@@ -310,11 +297,11 @@ class FakeJudgeServer:
             return (
                 429,
                 {"Retry-After": f"{self.retry_after_seconds:g}"},
-                _error_body("Rate limit reached", "requests"),
+                error_body("Rate limit reached", "requests"),
             )
         if fault == "server_error":
             self._record(parsed, 500, fault, body)
-            return 500, {}, _error_body("The server had an error", "server_error")
+            return 500, {}, error_body("The server had an error", "server_error")
         if fault == "hang":
             self._stopping.wait(self.hang_seconds)
         if self.latency_seconds > 0:
@@ -373,13 +360,9 @@ class FakeJudgeServer:
         return {"requirements": items}
 
 
-class _Server(ThreadingHTTPServer):
-    # A deep accept backlog: dozens of clients connecting at once must not be reset.
-    request_queue_size = 256
-    daemon_threads = True
+class JudgeHandler(JSONHandler):
+    """The chat-completions route (and GET /fake/stats); the batch fake extends it."""
 
-
-class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # Headers and body go out as separate writes: with Nagle's algorithm on, the body would
     # wait for the client's delayed ACK (about 40 ms a response), which is not the model.
@@ -388,40 +371,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/fake/stats":
-            self._send(200, {}, self.judge.stats())
+            self.send_json(200, {}, self.judge.stats())
         else:
-            self._send(404, {}, _error_body(f"no route {self.path}", "invalid_request_error"))
+            self.send_no_route()
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
+        raw = self.read_body()
         if self.path.rstrip("/") != "/v1/chat/completions":
-            self._send(404, {}, _error_body(f"no route {self.path}", "invalid_request_error"))
+            self.send_no_route()
             return
         try:
             body = json.loads(raw)
         except json.JSONDecodeError:
-            self._send(400, {}, _error_body("body is not JSON", "invalid_request_error"))
+            self.send_json(400, {}, error_body("body is not JSON", "invalid_request_error"))
             return
-        status, headers, payload = self.judge.handle(body)
-        self._send(status, headers, payload)
+        self.send_json(*self.judge.handle(body))
 
-    def _send(self, status: int, headers: Mapping[str, str], payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode("utf-8")
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            # The client gave up (timeout); nothing left to answer.
-            self.close_connection = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: tests and benchmarks read the records instead."""
+    def send_no_route(self) -> None:
+        self.send_json(404, {}, error_body(f"no route {self.path}", "invalid_request_error"))
 
 
 def _parse_request(body: dict[str, Any]) -> _Parsed:
@@ -482,5 +449,6 @@ def _completion_body(
     }
 
 
-def _error_body(message: str, kind: str) -> dict[str, Any]:
+def error_body(message: str, kind: str) -> dict[str, Any]:
+    """An error as the OpenAI API answers it."""
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}

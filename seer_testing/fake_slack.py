@@ -22,9 +22,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlparse
+
+from seer_testing.local_server import BackgroundServer, JSONHandler
 
 Failure = Literal["ratelimited", "server_error", "invalid_auth"]
 FAILURES: tuple[str, ...] = ("ratelimited", "server_error", "invalid_auth")
@@ -59,8 +60,7 @@ class FakeSlack:
         self._queued_failures: deque[Failure] = deque()
         self._outage: Failure | None = None
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server = BackgroundServer("fake Slack API")
         self._next_ts = 0
         self._posted: dict[str, tuple[str, dict[str, Any]]] = {}  # ts -> (channel, body)
 
@@ -102,33 +102,16 @@ class FakeSlack:
 
     @property
     def base_url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("FakeSlack is not running; use it as a context manager")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/api/"
+        return self._server.url("/api/")
 
     # -- lifecycle --------------------------------------------------------------------
 
     def __enter__(self) -> FakeSlack:
-        handler = _handler_for(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="fake-slack",
-            daemon=True,
-        )
-        self._thread.start()
+        self._server.start(_handler_for(self))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
+        self._server.stop()
 
     # -- request handling (called from the server thread) -----------------------------
 
@@ -222,11 +205,8 @@ def _parse_body(content_type: str, raw: bytes, query: str) -> dict[str, Any]:
     return body
 
 
-def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # silence stderr
-            return
-
+def _handler_for(fake: FakeSlack) -> type[JSONHandler]:
+    class Handler(JSONHandler):
         def do_POST(self) -> None:
             self._handle()
 
@@ -236,8 +216,7 @@ def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
         def _handle(self) -> None:
             url = urlparse(self.path)
             method = url.path.rsplit("/", 1)[-1]
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
+            raw = self.read_body()
             try:
                 body = _parse_body(self.headers.get("Content-Type", ""), raw, url.query)
             except (json.JSONDecodeError, UnicodeDecodeError):
@@ -257,13 +236,6 @@ def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
                         ts=answer.get("ts"),
                     )
                 )
-            payload = json.dumps(answer).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(payload)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(payload)
+            self.send_json(status, headers, answer)
 
     return Handler
