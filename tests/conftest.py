@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import date
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
+
+from seer_pipelines.demo_data.synthetic import generate_events, write_events
+from seer_pipelines.resources import WarehouseResource
+from seer_testing.fake_batches import BatchBehaviour, FakeBatchServer
+from seer_testing.fake_judge import FakeJudgeServer
 
 POSTGRES_URL = os.environ.get(
     "SEER_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
@@ -50,3 +57,39 @@ def postgres_schema(postgres_url: str) -> Iterator[str]:
         with engine.begin() as connection:
             connection.execute(sa.text(f'drop schema "{schema}" cascade'))
         engine.dispose()
+
+
+@pytest.fixture
+def batch_server() -> Iterator[FakeBatchServer]:
+    """The fake Batch API over a judge without gold; each batch is in progress for one poll."""
+    with FakeBatchServer(FakeJudgeServer()) as running:
+        running.default_behaviour = BatchBehaviour(polls_in_progress=1)
+        yield running
+
+
+@pytest.fixture
+def one_day_warehouse(tmp_path) -> Iterator[Callable[..., WarehouseResource]]:
+    """Makes a SQLite warehouse holding one synthetic day of events (disposed afterwards).
+
+    `make(day, events_per_day=..., chunk_size=..., **options)`: the options go to
+    `generate_events`.
+    """
+    made: list[WarehouseResource] = []
+
+    def make(
+        day: date, *, events_per_day: int, chunk_size: int | None = None, **options: Any
+    ) -> WarehouseResource:
+        url = f"sqlite:///{tmp_path / 'warehouse.sqlite'}"
+        resource = (
+            WarehouseResource(url=url)
+            if chunk_size is None
+            else WarehouseResource(url=url, chunk_size=chunk_size)
+        )
+        records = list(generate_events(1, end_day=day, events_per_day=events_per_day, **options))
+        write_events(resource.get_engine(), records, table_name=resource.resolved_events_table())
+        made.append(resource)
+        return resource
+
+    yield make
+    for resource in made:
+        resource.dispose()

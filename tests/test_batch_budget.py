@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, date, datetime
 
 import pytest
@@ -33,29 +32,15 @@ from seer_pipelines.assets.metrics import event_metrics
 from seer_pipelines.batch_judging import day_events, ledger_for
 from seer_pipelines.batch_sensor import seer_batch_sensor
 from seer_pipelines.budget_check import budget_result
-from seer_pipelines.demo_data.synthetic import generate_events, write_events
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE
-from seer_testing.fake_batches import BatchBehaviour, FakeBatchServer
-from seer_testing.fake_judge import FakeJudgeServer
 
 DAY = date(2026, 11, 29)
 
 
 @pytest.fixture
-def server() -> Iterator[FakeBatchServer]:
-    with FakeBatchServer(FakeJudgeServer()) as running:
-        running.default_behaviour = BatchBehaviour(polls_in_progress=1)
-        yield running
-
-
-@pytest.fixture
-def warehouse(tmp_path) -> Iterator[WarehouseResource]:
-    resource = WarehouseResource(url=f"sqlite:///{tmp_path / 'warehouse.sqlite'}", chunk_size=16)
-    records = generate_events(1, end_day=DAY, events_per_day=40, seed=5, invalid_share=0.0)
-    write_events(resource.get_engine(), records, table_name=resource.resolved_events_table())
-    yield resource
-    resource.dispose()
+def warehouse(one_day_warehouse) -> WarehouseResource:
+    return one_day_warehouse(DAY, events_per_day=40, chunk_size=16, seed=5, invalid_share=0.0)
 
 
 def _batch_cost_of_the_day(warehouse: WarehouseResource) -> float:
@@ -87,7 +72,9 @@ def _run_until_judged(instance, warehouse: WarehouseResource, evaluator: Evaluat
     pytest.fail("the day never completed")
 
 
-def test_the_budget_caps_what_batches_submit_and_the_rest_is_skipped(server, warehouse) -> None:
+def test_the_budget_caps_what_batches_submit_and_the_rest_is_skipped(
+    batch_server, warehouse
+) -> None:
     events = day_events(warehouse, DAY)
     full_cost = _batch_cost_of_the_day(warehouse)
     cap = round(full_cost * 0.4, 8)
@@ -95,7 +82,7 @@ def test_the_budget_caps_what_batches_submit_and_the_rest_is_skipped(server, war
         kind="openai",
         mode="batch",
         api_key="test-key",
-        base_url=server.base_url,
+        base_url=batch_server.base_url,
         max_retries=0,
         budget_usd=cap,
     )
@@ -137,19 +124,27 @@ def test_the_budget_caps_what_batches_submit_and_the_rest_is_skipped(server, war
         assert f"{statuses['skipped_budget']} events" in (check.description or "")
 
         # A repeated run pays nothing more and skips the same events.
-        batches, lines, calls = server.batches_created, server.lines_answered, server.judge.count()
+        batches, lines, calls = (
+            batch_server.batches_created,
+            batch_server.lines_answered,
+            batch_server.judge.count(),
+        )
         again = _run_until_judged(instance, warehouse, evaluator)
         assert again.asset_materializations_for_node("event_judgments")
-        assert (server.batches_created, server.lines_answered) == (batches, lines)
-        assert server.judge.count() == calls
+        assert (batch_server.batches_created, batch_server.lines_answered) == (batches, lines)
+        assert batch_server.judge.count() == calls
         rows_again = warehouse.read_partition_frame(EVENT_METRICS_TABLE, DAY)
         skipped = set(rows.loc[rows["status"] == "skipped_budget", "event_id"])
         assert set(rows_again.loc[rows_again["status"] == "skipped_budget", "event_id"]) == skipped
 
 
-def test_without_a_cap_the_batches_take_every_event(server, warehouse) -> None:
+def test_without_a_cap_the_batches_take_every_event(batch_server, warehouse) -> None:
     evaluator = EvaluatorResource(
-        kind="openai", mode="batch", api_key="test-key", base_url=server.base_url, max_retries=0
+        kind="openai",
+        mode="batch",
+        api_key="test-key",
+        base_url=batch_server.base_url,
+        max_retries=0,
     )
     with instance_for_test() as instance:
         result = _run_until_judged(instance, warehouse, evaluator)

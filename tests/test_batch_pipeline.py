@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import date
 
 import pytest
@@ -28,31 +27,23 @@ from seer_pipelines.batch_sensor import seer_batch_sensor
 from seer_pipelines.demo_data.synthetic import generate_events, write_events
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, JUDGMENTS_TABLE
-from seer_testing.fake_batches import BatchBehaviour, FakeBatchServer
-from seer_testing.fake_judge import FakeJudgeServer
+from seer_testing.fake_batches import FakeBatchServer
 
 DAY = date(2026, 11, 29)
 
 
 @pytest.fixture
-def server() -> Iterator[FakeBatchServer]:
-    with FakeBatchServer(FakeJudgeServer()) as running:
-        running.default_behaviour = BatchBehaviour(polls_in_progress=1)
-        yield running
+def warehouse(one_day_warehouse) -> WarehouseResource:
+    return one_day_warehouse(DAY, events_per_day=12, seed=5)
 
 
-@pytest.fixture
-def warehouse(tmp_path) -> Iterator[WarehouseResource]:
-    resource = WarehouseResource(url=f"sqlite:///{tmp_path / 'warehouse.sqlite'}")
-    records = list(generate_events(1, end_day=DAY, events_per_day=12, seed=5))
-    write_events(resource.get_engine(), records, table_name=resource.resolved_events_table())
-    yield resource
-    resource.dispose()
-
-
-def _evaluator(server: FakeBatchServer) -> EvaluatorResource:
+def _evaluator(batch_server: FakeBatchServer) -> EvaluatorResource:
     return EvaluatorResource(
-        kind="openai", mode="batch", api_key="test-key", base_url=server.base_url, max_retries=0
+        kind="openai",
+        mode="batch",
+        api_key="test-key",
+        base_url=batch_server.base_url,
+        max_retries=0,
     )
 
 
@@ -102,8 +93,8 @@ def test_resolved_mode_is_online_by_default_and_for_the_lexical_judge(monkeypatc
         EvaluatorResource(kind="openai", mode="weekly").resolved_mode()
 
 
-def test_the_sensor_runs_a_day_once_its_batches_are_done(server, warehouse, instance) -> None:
-    evaluator = _evaluator(server)
+def test_the_sensor_runs_a_day_once_its_batches_are_done(batch_server, warehouse, instance) -> None:
+    evaluator = _evaluator(batch_server)
     assert isinstance(_tick(instance, warehouse, evaluator), SkipReason)  # nothing submitted yet
 
     progress = advance_day(warehouse, evaluator, DAY)  # what the day's run does
@@ -142,15 +133,15 @@ def test_the_sensor_runs_a_day_once_its_batches_are_done(server, warehouse, inst
         judgment_key(e, evaluator.resolved_model() or DEFAULT_MODEL, PROMPT_VERSION) for e in events
     }
     assert records[1].stored == len(keys)
-    assert server.batches_created == 2
+    assert batch_server.batches_created == 2
 
     again = advance_day(warehouse, evaluator, DAY)  # a repeated run: nothing new
-    assert again.ready and not again.submitted and server.batches_created == 2
+    assert again.ready and not again.submitted and batch_server.batches_created == 2
 
 
 @pytest.mark.postgres
 def test_a_batch_day_runs_end_to_end_through_dagster_on_postgres(
-    server, postgres_url: str, postgres_schema: str
+    batch_server, postgres_url: str, postgres_schema: str
 ) -> None:
     url = postgres_url.replace("postgresql+psycopg2://", "postgresql://")
     warehouse = WarehouseResource(url=url, db_schema=postgres_schema, chunk_size=16)
@@ -161,7 +152,7 @@ def test_a_batch_day_runs_end_to_end_through_dagster_on_postgres(
         schema=postgres_schema,
         table_name=warehouse.resolved_events_table(),
     )
-    resources = {"warehouse": warehouse, "evaluator": _evaluator(server)}
+    resources = {"warehouse": warehouse, "evaluator": _evaluator(batch_server)}
     assets = [retrieval_events, event_judgments, event_metrics, passage_judgments]
     storage = {"postgres": {"postgres_url": postgres_url}}
 
@@ -202,14 +193,14 @@ def test_a_batch_day_runs_end_to_end_through_dagster_on_postgres(
         assert metadata["batch_answers_stored"].value > 0
         assert metadata["batch_cost_usd"].value > 0
         assert warehouse.count_partition(EVENT_METRICS_TABLE, DAY) == len(records)
-        assert server.judge.count() == server.lines_answered  # no on-demand call at all
+        assert batch_server.judge.count() == batch_server.lines_answered  # no on-demand call at all
 
         # Re-running the partition completes it from stored results: no batch, no call.
-        batches, lines = server.batches_created, server.lines_answered
+        batches, lines = batch_server.batches_created, batch_server.lines_answered
         again = run()
         assert judged(again) and again.asset_materializations_for_node("event_metrics")
-        assert (server.batches_created, server.lines_answered) == (batches, lines)
-        assert server.judge.count() == lines
+        assert (batch_server.batches_created, batch_server.lines_answered) == (batches, lines)
+        assert batch_server.judge.count() == lines
     rows = ledger_for(warehouse).records(DAY)
     assert [(r.phase, r.status, r.collected) for r in rows] == [
         (REQUIREMENTS_PHASE, "completed", True),
