@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from judge_examples import CONTEXT, GOLD, OTHER_QUERY, QUERY
 
 from seer_metrics.cache import JudgmentStore
 from seer_metrics.cost_estimate import BATCH_PRICE_FACTOR
@@ -28,23 +29,7 @@ from seer_testing.fake_judge import (
     SUPPORT_SCHEMA_NAME,
     FakeJudgeServer,
     GoldOracle,
-    GoldRequirement,
 )
-
-QUERY = "Who directed Inception and what is their nationality?"
-OTHER_QUERY = "When was Inception released?"
-GOLD = {
-    QUERY: [
-        GoldRequirement("The director of Inception", "Christopher Nolan directed Inception"),
-        GoldRequirement("The nationality of that director", "Nolan is British-American"),
-    ],
-    OTHER_QUERY: [GoldRequirement("The release year of Inception", "released in 2010")],
-}
-CONTEXT = [
-    {"id": "p1", "text": "Christopher Nolan directed Inception.", "score": 0.95},
-    {"id": "p2", "text": "Nolan is British-American.", "score": 0.89},
-    {"id": "p3", "text": "Inception released in 2010.", "score": 0.72},
-]
 
 
 def _event(event_id: str, task: str, context: list[dict]) -> RetrievalEvent:
