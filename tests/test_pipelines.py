@@ -37,6 +37,7 @@ from seer_pipelines.definitions import seer_daily_job
 from seer_pipelines.demo_data.synthetic import generate_events, write_events
 from seer_pipelines.metadata_display import rounded
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_pipelines.sensors import FRESHNESS_CHECKS
 from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,
     JUDGMENTS_TABLE,
@@ -324,7 +325,13 @@ def test_rematerializing_a_partition_keeps_counts_and_makes_no_model_call(wareho
 def test_three_day_backfill_through_the_job(warehouse) -> None:
     records = seed_warehouse(warehouse, days=3)
     days = [LAST_DAY - timedelta(days=offset) for offset in (2, 1, 0)]
-    definitions = Definitions(assets=ASSETS, jobs=[seer_daily_job], resources=resources(warehouse))
+    # The job leaves the freshness check out by its key, so the check must be defined.
+    definitions = Definitions(
+        assets=ASSETS,
+        asset_checks=FRESHNESS_CHECKS,
+        jobs=[seer_daily_job],
+        resources=resources(warehouse),
+    )
     job = definitions.resolve_job_def("seer_daily_job")
     with instance_for_test() as instance:
         for day in days:  # what `dagster job backfill` launches: one run per partition
