@@ -12,7 +12,6 @@ on every day, never added into a day, so nothing is counted twice. The check war
 any exist.
 """
 
-import warnings
 from datetime import date
 from typing import Any
 
@@ -23,11 +22,9 @@ from dagster import (
     AssetKey,
     AssetRecordsFilter,
     DagsterInstance,
-    PreviewWarning,
-    asset_check,
 )
 
-from seer_pipelines.partitions import daily_partitions, partition_day
+from seer_pipelines.partitions import daily_asset_check, partition_day
 from seer_pipelines.resources import WarehouseResource
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE
 
@@ -99,21 +96,16 @@ def account_for_day(
     )
 
 
-with warnings.catch_warnings():
-    # Partitioned checks are a Dagster preview feature, used knowingly (per-day results).
-    warnings.simplefilter("ignore", PreviewWarning)
-
-    @asset_check(
-        asset=EVENT_METRICS_ASSET,
-        name="rows_accounted_for",
-        partitions_def=daily_partitions,
-        description=(
-            "Source rows on the day = rows stored + duplicate event ids dropped; rows with "
-            "an event_ts on no day are counted table-wide (unplaced_rows) and warned about."
-        ),
-    )
-    def rows_accounted_for(
-        context: AssetCheckExecutionContext, warehouse: WarehouseResource
-    ) -> AssetCheckResult:
-        judged = judging_figures(context.instance, context.partition_key)
-        return account_for_day(warehouse, partition_day(context.partition_key), judged)
+@daily_asset_check(
+    asset=EVENT_METRICS_ASSET,
+    name="rows_accounted_for",
+    description=(
+        "Source rows on the day = rows stored + duplicate event ids dropped; rows with "
+        "an event_ts on no day are counted table-wide (unplaced_rows) and warned about."
+    ),
+)
+def rows_accounted_for(
+    context: AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> AssetCheckResult:
+    judged = judging_figures(context.instance, context.partition_key)
+    return account_for_day(warehouse, partition_day(context.partition_key), judged)

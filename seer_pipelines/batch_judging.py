@@ -31,10 +31,9 @@ from seer_metrics.cache import JudgmentStore
 from seer_metrics.cost_estimate import BATCH_PRICE_FACTOR
 from seer_metrics.evaluators.batch import BatchJudge, BatchProgress, BatchRecord, advance
 from seer_metrics.evaluators.llm import LLMEvaluator
-from seer_metrics.events import InvalidEventError, RetrievalEvent
-from seer_pipelines.judging_limits import BudgetGate, JudgingLimits, model_price
+from seer_metrics.events import RetrievalEvent
+from seer_pipelines.judging_limits import BudgetGate, JudgingLimits, day_valid_events, model_price
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
-from seer_pipelines.warehouse.day import day_bounds
 from seer_pipelines.warehouse.schema import batches_table
 
 
@@ -152,17 +151,11 @@ def batch_judge(warehouse: WarehouseResource, evaluator: EvaluatorResource) -> B
 
 def day_events(warehouse: WarehouseResource, day: date) -> list[RetrievalEvent]:
     """The day's valid events, as the judging step would hand them to the evaluator."""
-    start, end = day_bounds(day)
-    events: list[RetrievalEvent] = []
-    for records in warehouse.iter_event_chunks(day):
-        for record in records:
-            try:
-                event = RetrievalEvent.from_record(record)
-            except InvalidEventError:
-                continue
-            if event.event_ts is None or start <= event.event_ts < end:
-                events.append(event)
-    return events
+    return [
+        event
+        for records in warehouse.iter_event_chunks(day)
+        for event in day_valid_events(records, day)
+    ]
 
 
 @dataclass(frozen=True)

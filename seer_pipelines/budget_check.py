@@ -5,20 +5,17 @@ the day's slice figures are estimated from the events judged before the cap; the
 makes that visible on the day instead of leaving it to the metadata.
 """
 
-import warnings
 from typing import Any
 
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
     AssetCheckSeverity,
-    PreviewWarning,
-    asset_check,
 )
 
 from seer_pipelines.accounting import EVENT_JUDGMENTS_ASSET, judging_figures
 from seer_pipelines.metadata_display import display_metadata
-from seer_pipelines.partitions import daily_partitions
+from seer_pipelines.partitions import daily_asset_check
 
 
 def budget_result(day: str, judged: dict[str, Any] | None) -> AssetCheckResult:
@@ -55,20 +52,15 @@ def budget_result(day: str, judged: dict[str, Any] | None) -> AssetCheckResult:
     )
 
 
-with warnings.catch_warnings():
-    # Partitioned checks are a Dagster preview feature, used knowingly (per-day results).
-    warnings.simplefilter("ignore", PreviewWarning)
-
-    @asset_check(
-        asset=EVENT_JUDGMENTS_ASSET,
-        name="budget",
-        partitions_def=daily_partitions,
-        description=(
-            "WARN when the day's budget (SEER_BUDGET_USD, SEER_BUDGET_TOKENS) stopped the "
-            "judging and events were stored as skipped_budget."
-        ),
+@daily_asset_check(
+    asset=EVENT_JUDGMENTS_ASSET,
+    name="budget",
+    description=(
+        "WARN when the day's budget (SEER_BUDGET_USD, SEER_BUDGET_TOKENS) stopped the "
+        "judging and events were stored as skipped_budget."
+    ),
+)
+def budget(context: AssetCheckExecutionContext) -> AssetCheckResult:
+    return budget_result(
+        context.partition_key, judging_figures(context.instance, context.partition_key)
     )
-    def budget(context: AssetCheckExecutionContext) -> AssetCheckResult:
-        return budget_result(
-            context.partition_key, judging_figures(context.instance, context.partition_key)
-        )
