@@ -91,14 +91,7 @@ def evaluate_level(
         sample_size=sample,
         inconclusive=inconclusive,
         message=wording.threshold_message(
-            label,
-            statistic,
-            rule.comparison,
-            settings.threshold,
-            observed,
-            sample,
-            beyond,
-            bound_note,
+            _reading(rule, settings, label, observed, sample), beyond, bound_note
         ),
     )
 
@@ -168,15 +161,18 @@ def _evaluate_normal_level(
         noise=noise,
         p_value=one_sided_p_value(moved, standard_error),
         message=wording.normal_level_message(
-            label,
-            statistic,
-            rule.comparison,
-            settings.threshold,
-            observed,
-            sample,
+            _reading(rule, settings, label, observed, sample),
             normal,
             len(daily.values),
             noise,
             failed,
         ),
+    )
+
+
+def _reading(
+    rule: Rule, settings: Effective, label: str, observed: float, sample: int
+) -> wording.LevelReading:
+    return wording.LevelReading(
+        label, rule.statistic, rule.comparison, settings.threshold, observed, sample
     )

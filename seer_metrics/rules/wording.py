@@ -8,6 +8,7 @@ decimals, intersection slices as `env=prod × feature_flag=retrieval-v2`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from seer_metrics.rules.model import SHARE_STATISTICS, STATISTICS, CheckOutcome, RestOfParent
 from seer_metrics.rules.scope import slice_components
@@ -60,17 +61,25 @@ def no_baseline(label: str, what: str, baseline_label: str, size: int, minimum: 
     )
 
 
+@dataclass(frozen=True)
+class LevelReading:
+    """A slice's statistic on the day and the line it is held to: what a service-level
+    message starts from (the line is the fixed threshold, or the margin from the normal)."""
+
+    label: str
+    statistic: str
+    comparison: str
+    line: float
+    observed: float
+    sample: int
+
+
 def threshold_message(
-    label: str,
-    statistic: str,
-    comparison: str,
-    line: float,
-    observed: float,
-    sample: int,
-    beyond: bool,
-    bound: tuple[float, float] | None,
+    reading: LevelReading, beyond: bool, bound: tuple[float, float] | None
 ) -> str:
     """A service level against a fixed line; `bound` is (confidence, bound) when tested."""
+    label, statistic, comparison = reading.label, reading.statistic, reading.comparison
+    line, observed, sample = reading.line, reading.observed, reading.sample
     word = "below" if comparison == "below" else "above"
     line_text = format_value(statistic, line)
     if statistic == "share_recall_below_1" and comparison == "above" and line == 0:
@@ -91,18 +100,11 @@ def threshold_message(
 
 
 def normal_level_message(
-    label: str,
-    statistic: str,
-    comparison: str,
-    margin: float,
-    observed: float,
-    sample: int,
-    normal: float,
-    days: int,
-    noise: float,
-    failed: bool,
+    reading: LevelReading, normal: float, days: int, noise: float, failed: bool
 ) -> str:
     """A service level against the slice's own normal level (the median of trailing days)."""
+    label, statistic, comparison = reading.label, reading.statistic, reading.comparison
+    margin, observed, sample = reading.line, reading.observed, reading.sample
     moved = observed - normal if comparison == "above" else normal - observed
     direction = comparison if moved >= 0 else "on the good side of"
     summary = (
