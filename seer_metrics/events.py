@@ -224,7 +224,8 @@ def _parse_item(entry: Any, position: int) -> ContextItem:
     if rank is not None and rank < 1:
         raise InvalidEventError("rank_invalid", f"{where}: 'rank' must be >= 1, got {rank:g}")
     score = _parse_number(entry.get("score"), "score", where)
-    extra = clean_json({key: value for key, value in entry.items() if key not in _ITEM_KEYS})
+    extra = {key: value for key, value in entry.items() if key not in _ITEM_KEYS}
+    extra = clean_json(extra) if extra else extra
     return ContextItem(item_id, clean_text(text), position, rank, score, extra)
 
 
@@ -278,6 +279,22 @@ def clean_json(value: Any) -> Any:
     """A JSON value any database accepts, at any depth: NaN and infinities (which Python's
     json reads and writes, but JSON and PostgreSQL do not) become None, and strings (keys
     too) go through `clean_text`."""
+    # Exact built-in types first (what json.loads gives): no abstract-class checks, which
+    # cost more than the cleaning itself on a day of events.
+    kind = type(value)
+    if kind is str:
+        return _UNENCODABLE.sub("\ufffd", value)
+    if kind is dict:
+        return {
+            _UNENCODABLE.sub("\ufffd", key) if isinstance(key, str) else key: clean_json(item)
+            for key, item in value.items()
+        }
+    if kind is list:
+        return [clean_json(item) for item in value]
+    if kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, str):

@@ -73,7 +73,8 @@ def positions_by_code(codes: np.ndarray, count: int) -> list[np.ndarray]:
 def _pair_codes(first: KeyGroups, second: KeyGroups) -> np.ndarray:
     """One code per event for the pair of values it has (-1 when either is missing)."""
     both = (first.codes >= 0) & (second.codes >= 0)
-    return np.where(both, first.codes * len(second.values) + second.codes, -1)
+    wide = first.codes.astype(np.int64)  # int32 codes: the product may not fit
+    return np.where(both, wide * len(second.values) + second.codes, -1)
 
 
 def pair_groups(

@@ -32,6 +32,7 @@ from seer_metrics.slice_groups import (
     DEFAULT_MAX_PAIR_SLICES,
     DEFAULT_PAIR_MINIMUM_EVENTS,
     PAIR_SEPARATOR,
+    KeyGroups,
     PairSliceBounds,
     key_groups,
     pair_groups,
@@ -174,6 +175,35 @@ class _DayArrays:
             weights=weights,
         )
 
+    @classmethod
+    def of_codes(
+        cls,
+        status: _Codes,
+        numbers: Mapping[str, _CodedNumbers],
+        strata: np.ndarray,
+    ) -> _DayArrays:
+        """The same arrays from `SliceAccumulator`'s codes, without building a frame: the
+        status masks come from the status codes and the numbers stay coded."""
+        codes = status.codes()
+
+        def mask(value: str) -> np.ndarray:
+            code = status.code_of(value)
+            return codes == code if code is not None else np.zeros(len(codes), dtype=bool)
+
+        ok, not_sampled, skipped_budget = mask("ok"), mask(NOT_SAMPLED), mask(SKIPPED_BUDGET)
+        weights = None
+        if not_sampled.any() or skipped_budget.any():
+            weights = _Weights.of(strata, ok, not_sampled | skipped_budget)
+        return cls(
+            ok=ok,
+            invalid=mask("invalid"),
+            error=mask("error"),
+            not_sampled=not_sampled,
+            skipped_budget=skipped_budget,
+            numbers=dict(numbers),
+            weights=weights,
+        )
+
 
 def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
     """The smallest value whose weighted cumulative share reaches `q` (inverted CDF)."""
@@ -300,14 +330,12 @@ def _add_sums(day: _DayArrays, row: dict[str, float | int], rows: np.ndarray | N
 
 def _day_rows(
     day: Any,
-    frame: pd.DataFrame,
-    values_by_key: Sequence[tuple[str, pd.Series]],
+    arrays: _DayArrays,
+    groups: Sequence[KeyGroups],
     bloat_line: float,
     pair_bounds: PairSliceBounds,
-    strata: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
     """The `all` row, one row per (key, value), then the kept pair slices of one day."""
-    arrays = _DayArrays.of(frame, strata)
     rows: list[dict[str, Any]] = [
         {
             "partition_date": day,
@@ -317,7 +345,6 @@ def _day_rows(
             **_aggregate(arrays, bloat_line),
         }
     ]
-    groups = [key_groups(key, values) for key, values in values_by_key]
     for group in groups:
         positions = positions_by_code(group.codes, len(group.values))
         for value, rows_of_value in zip(group.values, positions, strict=True):
@@ -372,8 +399,8 @@ def slice_metrics(
     bounds = pair_bounds or PairSliceBounds()
     rows: list[dict[str, Any]] = []
     for day, day_frame in scores.groupby("partition_date", sort=True):
-        values = [(key, _slice_values(day_frame["metadata"], key)) for key in keys]
-        rows.extend(_day_rows(day, day_frame, values, bloat_line, bounds))
+        groups = [key_groups(key, _slice_values(day_frame["metadata"], key)) for key in keys]
+        rows.extend(_day_rows(day, _DayArrays.of(day_frame), groups, bloat_line, bounds))
     return pd.DataFrame(rows, columns=list(SLICE_COLUMNS))
 
 
@@ -405,33 +432,103 @@ class _Codes:
             self._chunks = [joined]
         return self._chunks[0]
 
-    def values(self, index: pd.Index) -> pd.Series:
-        """The column as a categorical aligned to `index`; its categories are sorted, so
-        the slices come out in the order of their text, as `slice_metrics` gives them."""
+    def code_of(self, value: Any) -> int | None:
+        """The code of `value`, None when no event had it."""
+        return self._code_of.get(value)
+
+    def key_groups(self, key: str) -> KeyGroups:
+        """What `key_groups` gives for the same values: codes renumbered so the values are
+        sorted by their text (the order of the slices), as int32. The raw codes are
+        dropped: only the sorted ones are needed from here on."""
         codes = self.codes()
         ordered = sorted(self._code_of)
         renumber = np.empty(len(ordered) + 1, dtype=np.int32)
         renumber[[self._code_of[value] for value in ordered]] = np.arange(len(ordered))
         renumber[-1] = -1  # code -1 (missing) stays missing
-        categories = pd.Index(ordered, dtype=object)
-        return pd.Series(
-            pd.Categorical.from_codes(renumber[codes], categories=categories), index=index
+        self._chunks = []
+        return KeyGroups(key, renumber[codes], [str(value) for value in ordered])
+
+
+# Distinct values a numeric column may have and still be kept as two-byte codes.
+_MAX_CODED_VALUES = int(np.iinfo(np.uint16).max) + 1
+
+
+class _CodedNumbers:
+    """One numeric column kept losslessly in little memory: each event's value as a
+    two-byte code into the column's distinct values (scores are ratios of small counts, K
+    and tokens small integers), or as float64 once the column has more distinct values
+    than two bytes can number. Indexing gives float64 values, as the plain array would.
+    """
+
+    def __init__(self) -> None:
+        self._code_of: dict[float, int] = {}  # NaN (NULL) is the key None
+        self._chunks: list[np.ndarray] = []
+        self._table: np.ndarray | None = None  # value of each code, once joined
+        self._plain = False  # too many distinct values: the chunks hold float64
+
+    def add(self, values: np.ndarray) -> None:
+        if self._plain:
+            self._chunks.append(values)
+            return
+        distinct, inverse = np.unique(values, return_inverse=True)
+        code_of = self._code_of
+        mapping = np.fromiter(
+            (
+                code_of.setdefault(None if value != value else value, len(code_of))
+                for value in distinct.tolist()
+            ),
+            dtype=np.int64,
+            count=len(distinct),
         )
+        if len(code_of) > _MAX_CODED_VALUES:
+            table = self._values_by_code()
+            self._chunks = [table[chunk] for chunk in self._chunks]
+            self._chunks.append(values)
+            self._plain = True
+            return
+        self._chunks.append(mapping[inverse.reshape(-1)].astype(np.uint16))
+
+    def _values_by_code(self) -> np.ndarray:
+        table = np.empty(len(self._code_of), dtype=float)
+        for value, code in self._code_of.items():
+            table[code] = np.nan if value is None else value
+        return table
+
+    def join(self) -> _CodedNumbers:
+        """Concatenate the chunks (once, before aggregating)."""
+        if len(self._chunks) != 1:
+            empty = np.empty(0, dtype=float if self._plain else np.uint16)
+            self._chunks = [np.concatenate(self._chunks) if self._chunks else empty]
+        if not self._plain and self._table is None:
+            self._table = self._values_by_code()
+        return self
+
+    def __len__(self) -> int:
+        return sum(len(chunk) for chunk in self._chunks)
+
+    def __getitem__(self, rows: Any) -> np.ndarray:
+        joined = self.join()._chunks[0]
+        return joined[rows] if self._table is None else self._table[joined[rows]]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        values = self[slice(None)]
+        return values if dtype is None else values.astype(dtype)
 
 
 class SliceAccumulator:
     """The slice rows of one day, built from its event scores chunk by chunk.
 
     The p10 quantiles need every value of the day, so the day cannot be reduced chunk by
-    chunk without approximating; instead only what the aggregates read is kept per event:
-    the metrics, K, tokens and cost as float64 numbers (64 bytes) and the status and each
-    slice key's value as int32 codes (4 bytes each), so about 80 bytes an event with two
-    keys (a sampled day's `stratum` is one more code), never the rows or their metadata
-    objects. Pair slices cost nothing more per
-    event: their groups are formed from the keys' codes when `result` is called, with a
-    few transient int64 arrays for one key pair at a time. Distinct
-    values are kept once each (the code tables). `result` returns exactly what
-    `slice_metrics` returns for the concatenated chunks.
+    chunk without approximating; instead only what the aggregates read is kept per event,
+    losslessly and small: the metrics, K, tokens and cost as two-byte codes into each
+    column's distinct values (`_CodedNumbers`; float64 for a column with more distinct
+    values than that), the status and each slice key's value as int32 codes, so about 30
+    bytes an event with two keys (a sampled day's `stratum` is one more code), never the
+    rows or their metadata objects. `result` aggregates straight from these codes (no
+    frame is built); pair slices are formed from the keys' codes then, with a few
+    transient arrays for one key pair at a time. Distinct values are kept once each (the
+    code tables). `result` returns exactly what `slice_metrics` returns for the
+    concatenated chunks.
     """
 
     def __init__(
@@ -444,7 +541,7 @@ class SliceAccumulator:
         self.bloat_line = bloat_line
         self.pair_bounds = pair_bounds or PairSliceBounds()
         self.events = 0
-        self._numbers: list[pd.DataFrame] = []
+        self._numbers: dict[str, _CodedNumbers] = {}
         self._status = _Codes()
         self._strata = _Codes()
         self._values = {key: _Codes() for key in self.slice_keys}
@@ -454,33 +551,39 @@ class SliceAccumulator:
         _check_columns(scores, set(_REQUIRED_COLUMNS))
         if scores.empty:
             return
-        self._numbers.append(
-            pd.DataFrame(
-                {
-                    column: pd.to_numeric(scores[column], errors="coerce").to_numpy()
-                    for column in _NUMERIC_COLUMNS
-                    if column in scores
-                }
-            )
-        )
+        for column in _NUMERIC_COLUMNS:
+            if column in scores:
+                values = pd.to_numeric(scores[column], errors="coerce").to_numpy(dtype=float)
+                self._numbers.setdefault(column, _CodedNumbers()).add(values)
         self._status.add(scores["status"])
         self._strata.add(scores["stratum"] if "stratum" in scores else [None] * len(scores))
+        metadata = [_parsed_metadata(meta) for meta in scores["metadata"]]
         for key, codes in self._values.items():
-            codes.add(metadata_value(meta, key) for meta in scores["metadata"])
+            codes.add(metadata_value(meta, key) for meta in metadata)
         self.events += len(scores)
 
     def result(self, day: Any) -> pd.DataFrame:
         """One row per slice of `day` (no row at all for a day without events)."""
-        if not self._numbers:
+        if not self.events:
             return pd.DataFrame([], columns=list(SLICE_COLUMNS))
-        numbers = pd.concat(self._numbers, ignore_index=True)
-        self._numbers = [numbers]  # the chunks are freed before aggregating
-        frame = numbers.assign(status=self._status.values(numbers.index))
-        values = [(key, codes.values(frame.index)) for key, codes in self._values.items()]
+        numbers = {name: column.join() for name, column in self._numbers.items()}
+        arrays = _DayArrays.of_codes(self._status, numbers, self._strata.codes())
+        groups = [codes.key_groups(key) for key, codes in self._values.items()]
         return pd.DataFrame(
-            _day_rows(day, frame, values, self.bloat_line, self.pair_bounds, self._strata.codes()),
+            _day_rows(day, arrays, groups, self.bloat_line, self.pair_bounds),
             columns=list(SLICE_COLUMNS),
         )
+
+
+def _parsed_metadata(metadata: Any) -> Any:
+    """Metadata JSON text parsed once for every slice key (None when it does not parse,
+    which `metadata_value` reads as no value)."""
+    if isinstance(metadata, str):
+        try:
+            return json.loads(metadata) if metadata else {}
+        except json.JSONDecodeError:
+            return None
+    return metadata
 
 
 __all__ = [

@@ -139,6 +139,31 @@ def test_accumulated_chunks_give_exactly_the_slice_metrics_of_the_whole_day(chun
     pd.testing.assert_frame_equal(accumulator.result(day), expected, check_exact=True)
 
 
+def test_accumulator_keeps_columns_with_more_distinct_values_than_its_codes_exactly() -> None:
+    """Past 65,536 distinct values a column leaves its two-byte codes for plain numbers,
+    half-way through the day; the rows stay exactly those of the whole day."""
+    day = date(2026, 11, 1)
+    generator = random.Random(3)
+    events = 70_000
+    scores = pd.DataFrame(
+        {
+            "status": ["ok"] * (events - 2) + ["invalid", "error"],
+            "recall": [generator.choice((0.0, 0.5, 1.0, None)) for _ in range(events)],
+            "precision": [generator.random() for _ in range(events)],  # all distinct
+            "f1": [None] * events,
+            "ndcg": [1.0] * events,
+            "k": [generator.randint(1, 4) for _ in range(events)],
+            "metadata": [{"env": generator.choice(("prod", "dev"))} for _ in range(events)],
+            "cost_usd": [-0.0 if index == 5 else index * 1e-7 for index in range(events)],
+        }
+    )
+    expected = slice_metrics(scores.assign(partition_date=day), ["env"], 0.4)
+    accumulator = SliceAccumulator(["env"], bloat_line=0.4)
+    for start in range(0, events, 5_000):
+        accumulator.add(scores.iloc[start : start + 5_000])
+    pd.testing.assert_frame_equal(accumulator.result(day), expected, check_exact=True)
+
+
 def test_accumulator_without_events_has_no_rows() -> None:
     table = SliceAccumulator().result(date(2026, 11, 1))
     assert table.empty and list(table.columns) == list(SLICE_COLUMNS)
