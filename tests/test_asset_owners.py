@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from dagster import AssetSpec
+from fresh_process import run_python
 
 from seer_pipelines.definitions import configured_owners, configured_tags, with_owners_and_tags
 
-ROOT = Path(__file__).resolve().parents[1]
 ASSETS = {
     "retrieval_events",
     "event_judgments",
@@ -34,14 +32,7 @@ print(json.dumps({
 
 
 def load_code_location(**environment: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", SHOW_ASSETS],
-        cwd=ROOT,
-        env={**os.environ, **environment},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_python(SHOW_ASSETS, {**os.environ, **environment})
 
 
 def test_parsing_owners_and_tags() -> None:
@@ -77,14 +68,7 @@ def test_without_configuration_no_owner_is_invented() -> None:
     environment = {
         key: value for key, value in os.environ.items() if not key.startswith("SEER_ASSET_")
     }
-    completed = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", SHOW_ASSETS],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    completed = run_python(SHOW_ASSETS, environment)
     assert completed.returncode == 0, completed.stderr
     assets = json.loads(completed.stdout.strip().splitlines()[-1])
     assert all(not assets[name]["owners"] for name in ASSETS)

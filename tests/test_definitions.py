@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from dagster import AssetKey, BackfillPolicy, DagsterInstance
+from fresh_process import run_python
 
 from seer_pipelines.definitions import defs
 
@@ -158,14 +159,7 @@ def test_job_is_tagged_with_the_configured_evaluator(kind) -> None:
     """The tag the run queue limits is read from SEER_EVALUATOR when the location loads."""
     code = "from seer_pipelines.definitions import seer_daily_job; print(seer_daily_job.tags)"
     env = {**os.environ, "SEER_EVALUATOR": kind}
-    completed = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", code],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    completed = run_python(code, env)
     assert completed.returncode == 0, completed.stderr
     assert f"'seer/evaluator': '{kind}'" in completed.stdout
 
