@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-import sqlalchemy as sa
+# The source table lives in source_table.py; re-exported for the callers of this module.
+from seer_pipelines.demo_data.source_table import events_table as events_table
+from seer_pipelines.demo_data.source_table import write_events as write_events
 
 ENVS = ("prod", "staging", "dev")
 ENV_SHARE = (0.68, 0.2, 0.12)
@@ -345,69 +347,3 @@ def generate_events(
             if rng.random() < invalid_share:
                 record = _invalid_record(rng, record)
             yield record
-
-
-# -- writing to a warehouse ------------------------------------------------------------
-
-
-def events_table(
-    name: str = "retrieval_events", schema: str | None = None, with_event_id: bool = True
-) -> sa.Table:
-    """The source table as a logging pipeline would create it (JSON kept as text)."""
-    columns = [
-        sa.Column("event_ts", sa.DateTime(timezone=False), nullable=False, index=True),
-        sa.Column("task", sa.Text),
-        sa.Column("context", sa.Text),
-        sa.Column("metadata", sa.Text),
-    ]
-    if with_event_id:
-        columns.insert(0, sa.Column("event_id", sa.String(255), primary_key=True))
-    return sa.Table(name, sa.MetaData(schema=schema), *columns)
-
-
-def write_events(
-    engine: sa.Engine,
-    records: Iterator[dict[str, Any]] | Sequence[dict[str, Any]],
-    *,
-    table_name: str = "retrieval_events",
-    schema: str | None = None,
-    replace_days: bool = True,
-    batch_size: int = 2_000,
-    with_event_id: bool = True,
-) -> int:
-    """Create the events table if needed and insert `records`; returns rows written.
-
-    With `replace_days`, rows already present for the days being written are deleted
-    first, so seeding twice does not duplicate events.
-    """
-    table = events_table(table_name, schema, with_event_id)
-    table.metadata.create_all(engine, checkfirst=True)
-    written = 0
-    cleared: set[date] = set()
-    batch: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        nonlocal written
-        if not batch:
-            return
-        with engine.begin() as connection:
-            if replace_days:
-                for day in sorted({row["event_ts"].date() for row in batch} - cleared):
-                    start = datetime.combine(day, datetime.min.time())
-                    connection.execute(
-                        table.delete().where(
-                            table.c.event_ts >= start, table.c.event_ts < start + timedelta(days=1)
-                        )
-                    )
-                    cleared.add(day)
-            connection.execute(table.insert(), batch)
-        written += len(batch)
-        batch.clear()
-
-    for record in records:
-        row = {column.name: record.get(column.name) for column in table.columns}
-        batch.append(row)
-        if len(batch) >= batch_size:
-            flush()
-    flush()
-    return written
