@@ -10,8 +10,6 @@ import sys
 from collections.abc import Collection
 from pathlib import Path
 
-import pytest
-
 import seer_metrics
 
 
@@ -201,11 +199,6 @@ def test_only_the_settings_module_reads_the_environment():
     assert reads_the_environment(product_modules()[SETTINGS_MODULE])
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="seer_metrics/slices.py (501 lines) and seer_pipelines/resources.py (427) "
-    "still wait for a split",
-)
 def test_no_module_is_longer_than_about_400_lines():
     long_modules = {
         module: length
@@ -213,7 +206,7 @@ def test_no_module_is_longer_than_about_400_lines():
         if not module.startswith(LONG_MODULES_ALLOWED_UNDER)
         and (length := len(path.read_text().splitlines())) > MAX_MODULE_LINES
     }
-    assert not long_modules
+    assert not long_modules, f"split by concern: {long_modules}"
 
 
 # Dependencies used without an import of their own, and why.

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import sqlalchemy as sa
 
-from seer_metrics.slices import METRICS, SLICE_COLUMNS
+from seer_metrics.slices import COUNT_COLUMNS, METRICS, SLICE_COLUMNS
 
 JUDGMENTS_TABLE = "seer_judgments"
 EVENT_METRICS_TABLE = "seer_event_metrics"
@@ -101,16 +101,7 @@ _PASSAGE_COLUMNS = (
     ("supported_requirements", sa.JSON, "ids of the requirements this passage supports"),
 )
 
-_SLICE_INTEGER_PREFIXES = (
-    "events",
-    "evaluated",
-    "invalid",
-    "errors",
-    "not_sampled",
-    "skipped_budget",
-    "count_",
-    "prompt_tokens",
-)
+_SLICE_INTEGER_PREFIXES = (*COUNT_COLUMNS, "count_", "prompt_tokens")
 _SLICE_DESCRIPTIONS = {
     "partition_date": "UTC day (the Dagster partition)",
     "slice": "'all', key=value of one metadata key, or of two joined by a comma "
