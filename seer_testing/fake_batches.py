@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from seer_testing.fake_judge import FakeJudgeServer, JudgeHandler, error_body
-from seer_testing.local_server import BackgroundServer
+from seer_testing.local_server import LocalFake
 
 CHAT_COMPLETIONS = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
@@ -135,7 +135,7 @@ class _Batch:
         }
 
 
-class FakeBatchServer:
+class FakeBatchServer(LocalFake):
     """Files + Batches + chat completions on one port; a context manager like the judge's."""
 
     def __init__(self, judge: FakeJudgeServer | None = None) -> None:
@@ -148,28 +148,16 @@ class FakeBatchServer:
         self.lines_answered = 0
         self.cancel_requests = 0
         self._lock = threading.RLock()
-        self._server = BackgroundServer("fake batch server")
+        super().__init__("fake batch server")
 
     # --- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> FakeBatchServer:
-        handler = type("FakeBatchHandler", (_BatchHandler,), {"judge": self.judge, "batches": self})
-        self._server.start(handler)
-        return self
+    def handler(self) -> type[JudgeHandler]:
+        return type("FakeBatchHandler", (_BatchHandler,), {"judge": self.judge, "batches": self})
 
     def stop(self) -> None:
         self.judge.stop()  # releases a judge that is hanging a request
-        self._server.stop()
-
-    def __enter__(self) -> FakeBatchServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        return self._server.url("/v1")
+        super().stop()
 
     # --- scripting and inspection -------------------------------------------------------------
 

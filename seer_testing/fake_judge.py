@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seer_metrics.cache import normalise_text
-from seer_testing.local_server import BackgroundServer, JSONHandler
+from seer_testing.local_server import JSONHandler, LocalFake
 
 REQUIREMENTS_SCHEMA_NAME = "seer_requirements"
 SUPPORT_SCHEMA_NAME = "seer_support"
@@ -144,7 +144,7 @@ class _Parsed:
     repair: bool = False
 
 
-class FakeJudgeServer:
+class FakeJudgeServer(LocalFake):
     """The fake endpoint; a context manager that runs it on a free port of 127.0.0.1."""
 
     def __init__(
@@ -170,27 +170,16 @@ class FakeJudgeServer:
         self._accepted: collections.deque[float] = collections.deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server = BackgroundServer("fake judge server")
+        super().__init__("fake judge server")
 
     # --- lifecycle ------------------------------------------------------------------------
 
-    def start(self) -> FakeJudgeServer:
-        self._server.start(type("FakeJudgeHandler", (JudgeHandler,), {"judge": self}))
-        return self
+    def handler(self) -> type[JudgeHandler]:
+        return type("FakeJudgeHandler", (JudgeHandler,), {"judge": self})
 
     def stop(self) -> None:
-        self._stopping.set()
-        self._server.stop()
-
-    def __enter__(self) -> FakeJudgeServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        return self._server.url("/v1")
+        self._stopping.set()  # releases the requests it is hanging
+        super().stop()
 
     # --- scripting and inspection ------------------------------------------------------------
 

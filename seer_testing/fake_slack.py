@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlparse
 
-from seer_testing.local_server import BackgroundServer, JSONHandler
+from seer_testing.local_server import JSONHandler, LocalFake
 
 Failure = Literal["ratelimited", "server_error", "invalid_auth"]
 FAILURES: tuple[str, ...] = ("ratelimited", "server_error", "invalid_auth")
@@ -44,8 +44,10 @@ class RecordedRequest:
     ts: str | None = None  # the timestamp an accepted chat.postMessage was given
 
 
-class FakeSlack:
+class FakeSlack(LocalFake):
     """Context manager running the fake API in a background thread; see the module doc."""
+
+    url_path = "/api/"
 
     def __init__(
         self,
@@ -60,7 +62,7 @@ class FakeSlack:
         self._queued_failures: deque[Failure] = deque()
         self._outage: Failure | None = None
         self._lock = threading.Lock()
-        self._server = BackgroundServer("fake Slack API")
+        super().__init__("fake Slack API")
         self._next_ts = 0
         self._posted: dict[str, tuple[str, dict[str, Any]]] = {}  # ts -> (channel, body)
 
@@ -100,18 +102,8 @@ class FakeSlack:
         """Accepted replies in the thread of the message `ts`, in order."""
         return [m for m in self.messages if m.get("thread_ts") == ts]
 
-    @property
-    def base_url(self) -> str:
-        return self._server.url("/api/")
-
-    # -- lifecycle --------------------------------------------------------------------
-
-    def __enter__(self) -> FakeSlack:
-        self._server.start(_handler_for(self))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.stop()
+    def handler(self) -> type[JSONHandler]:
+        return _handler_for(self)
 
     # -- request handling (called from the server thread) -----------------------------
 

@@ -10,7 +10,7 @@ import json
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 
 class LocalHTTPServer(ThreadingHTTPServer):
@@ -75,3 +75,33 @@ class BackgroundServer:
             raise RuntimeError(f"the {self.name} is not running")
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}{path}"
+
+
+class LocalFake:
+    """A fake API served on 127.0.0.1: started and stopped, or used as a context manager."""
+
+    url_path = "/v1"
+
+    def __init__(self, name: str) -> None:
+        self._server = BackgroundServer(name)
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        """The handler class that answers this fake's requests."""
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        self._server.start(self.handler())
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        return self._server.url(self.url_path)

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from seer_pipelines.demo_data.synthetic import generate_events, write_events
-from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_testing.fake_batches import BatchBehaviour, FakeBatchServer
 from seer_testing.fake_judge import FakeJudgeServer
 
@@ -65,6 +65,24 @@ def batch_server() -> Iterator[FakeBatchServer]:
     with FakeBatchServer(FakeJudgeServer()) as running:
         running.default_behaviour = BatchBehaviour(polls_in_progress=1)
         yield running
+
+
+@pytest.fixture
+def batch_evaluator(batch_server: FakeBatchServer) -> Callable[..., EvaluatorResource]:
+    """Makes the openai evaluator in batch mode on `batch_server`; options such as
+    `budget_usd` go to the resource."""
+
+    def make(**options: Any) -> EvaluatorResource:
+        return EvaluatorResource(
+            kind="openai",
+            mode="batch",
+            api_key="test-key",
+            base_url=batch_server.base_url,
+            max_retries=0,
+            **options,
+        )
+
+    return make
 
 
 @pytest.fixture

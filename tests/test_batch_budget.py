@@ -73,19 +73,12 @@ def _run_until_judged(instance, warehouse: WarehouseResource, evaluator: Evaluat
 
 
 def test_the_budget_caps_what_batches_submit_and_the_rest_is_skipped(
-    batch_server, warehouse
+    batch_server, batch_evaluator, warehouse
 ) -> None:
     events = day_events(warehouse, DAY)
     full_cost = _batch_cost_of_the_day(warehouse)
     cap = round(full_cost * 0.4, 8)
-    evaluator = EvaluatorResource(
-        kind="openai",
-        mode="batch",
-        api_key="test-key",
-        base_url=batch_server.base_url,
-        max_retries=0,
-        budget_usd=cap,
-    )
+    evaluator = batch_evaluator(budget_usd=cap)
     with instance_for_test() as instance:
         result = _run_until_judged(instance, warehouse, evaluator)
         metadata = {
@@ -138,14 +131,10 @@ def test_the_budget_caps_what_batches_submit_and_the_rest_is_skipped(
         assert set(rows_again.loc[rows_again["status"] == "skipped_budget", "event_id"]) == skipped
 
 
-def test_without_a_cap_the_batches_take_every_event(batch_server, warehouse) -> None:
-    evaluator = EvaluatorResource(
-        kind="openai",
-        mode="batch",
-        api_key="test-key",
-        base_url=batch_server.base_url,
-        max_retries=0,
-    )
+def test_without_a_cap_the_batches_take_every_event(
+    batch_server, batch_evaluator, warehouse
+) -> None:
+    evaluator = batch_evaluator()
     with instance_for_test() as instance:
         result = _run_until_judged(instance, warehouse, evaluator)
     metadata = result.asset_materializations_for_node("event_judgments")[0].metadata

@@ -27,7 +27,6 @@ from seer_pipelines.batch_sensor import seer_batch_sensor
 from seer_pipelines.demo_data.synthetic import generate_events, write_events
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, JUDGMENTS_TABLE
-from seer_testing.fake_batches import FakeBatchServer
 
 DAY = date(2026, 11, 29)
 
@@ -35,16 +34,6 @@ DAY = date(2026, 11, 29)
 @pytest.fixture
 def warehouse(one_day_warehouse) -> WarehouseResource:
     return one_day_warehouse(DAY, events_per_day=12, seed=5)
-
-
-def _evaluator(batch_server: FakeBatchServer) -> EvaluatorResource:
-    return EvaluatorResource(
-        kind="openai",
-        mode="batch",
-        api_key="test-key",
-        base_url=batch_server.base_url,
-        max_retries=0,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +82,10 @@ def test_resolved_mode_is_online_by_default_and_for_the_lexical_judge(monkeypatc
         EvaluatorResource(kind="openai", mode="weekly").resolved_mode()
 
 
-def test_the_sensor_runs_a_day_once_its_batches_are_done(batch_server, warehouse, instance) -> None:
-    evaluator = _evaluator(batch_server)
+def test_the_sensor_runs_a_day_once_its_batches_are_done(
+    batch_server, batch_evaluator, warehouse, instance
+) -> None:
+    evaluator = batch_evaluator()
     assert isinstance(_tick(instance, warehouse, evaluator), SkipReason)  # nothing submitted yet
 
     progress = advance_day(warehouse, evaluator, DAY)  # what the day's run does
@@ -141,7 +132,7 @@ def test_the_sensor_runs_a_day_once_its_batches_are_done(batch_server, warehouse
 
 @pytest.mark.postgres
 def test_a_batch_day_runs_end_to_end_through_dagster_on_postgres(
-    batch_server, postgres_url: str, postgres_schema: str
+    batch_server, batch_evaluator, postgres_url: str, postgres_schema: str
 ) -> None:
     url = postgres_url.replace("postgresql+psycopg2://", "postgresql://")
     warehouse = WarehouseResource(url=url, db_schema=postgres_schema, chunk_size=16)
@@ -152,7 +143,7 @@ def test_a_batch_day_runs_end_to_end_through_dagster_on_postgres(
         schema=postgres_schema,
         table_name=warehouse.resolved_events_table(),
     )
-    resources = {"warehouse": warehouse, "evaluator": _evaluator(batch_server)}
+    resources = {"warehouse": warehouse, "evaluator": batch_evaluator()}
     assets = [retrieval_events, event_judgments, event_metrics, passage_judgments]
     storage = {"postgres": {"postgres_url": postgres_url}}
 
