@@ -90,11 +90,12 @@ def _concurrency(text: str) -> int:
     return value
 
 
-# Flag -> LLM setting: the command line's word for what SEER_LLM_* sets in the environment.
+# Pacing flag -> the LLM setting it sets (over SEER_LLM_REQUESTS_PER_MINUTE,
+# SEER_LLM_TOKENS_PER_MINUTE and SEER_LLM_MAX_CONCURRENCY).
 PACING_FLAGS = {
-    "rpm": ("--rpm", "requests_per_minute", "SEER_LLM_REQUESTS_PER_MINUTE"),
-    "tpm": ("--tpm", "tokens_per_minute", "SEER_LLM_TOKENS_PER_MINUTE"),
-    "concurrency": ("--concurrency", "max_concurrency", "SEER_LLM_MAX_CONCURRENCY"),
+    "--rpm": "requests_per_minute",
+    "--tpm": "tokens_per_minute",
+    "--concurrency": "max_concurrency",
 }
 
 
@@ -154,14 +155,13 @@ def add_evaluator_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _pacing_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The LLM settings given as flags; they win over the environment."""
-    given = {name: flag for name, flag in PACING_FLAGS.items() if hasattr(args, name)}
+    given = {flag: name for flag, name in PACING_FLAGS.items() if hasattr(args, flag[2:])}
     if given and args.evaluator.strip().lower() != "openai":
-        flags = ", ".join(flag for flag, _setting, _variable in given.values())
         raise UsageError(
-            f"{flags}: pacing applies to --evaluator openai only "
+            f"{', '.join(given)}: pacing applies to --evaluator openai only "
             f"(this run uses --evaluator {args.evaluator})"
         )
-    return {setting_name: getattr(args, name) for name, (_, setting_name, _) in given.items()}
+    return {name: getattr(args, flag[2:]) for flag, name in given.items()}
 
 
 def build_command_evaluator(args: argparse.Namespace) -> Evaluator:
