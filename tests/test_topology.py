@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
@@ -26,6 +25,7 @@ import pytest
 import sqlalchemy as sa
 import yaml
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
+from webserver_graphql import graphql
 
 from seer_pipelines.cli import main as seer
 
@@ -92,16 +92,6 @@ def tails(logs: list[Path]) -> str:
         for log in logs
         if log.exists()
     )
-
-
-def graphql(port: int, query: str) -> dict:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql",
-        data=json.dumps({"query": query}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
 
 
 @pytest.fixture
@@ -196,6 +186,7 @@ def test_a_partition_runs_through_the_daemons_queue_on_a_served_code_location(
                     web_port,
                     "{ workspaceOrError { ... on Workspace { locationEntries "
                     "{ name loadStatus locationOrLoadError { __typename } } } } }",
+                    timeout=10,
                 )
             except OSError:
                 return False

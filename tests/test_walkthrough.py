@@ -35,6 +35,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
+from webserver_graphql import graphql
 
 from seer_pipelines.cli import build_parser
 
@@ -259,16 +260,6 @@ def webserver_answers(port: int) -> bool:
             return True
     except OSError:
         return False
-
-
-def graphql(port: int, query: str) -> dict:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql",
-        data=json.dumps({"query": query}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
 
 
 # -- what each command must do ------------------------------------------------------------
