@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from datetime import date, timedelta
 
 import pandas as pd
 import pytest
+import sqlalchemy as sa
 from dagster import AssetCheckSeverity, instance_for_test, materialize
 
 from seer_metrics.budget import Budget, BudgetTracker
@@ -19,6 +21,7 @@ from seer_pipelines.assets.events import retrieval_events
 from seer_pipelines.assets.judgments import event_judgments
 from seer_pipelines.assets.metrics import event_metrics, slice_metrics_asset
 from seer_pipelines.budget_check import budget_result
+from seer_pipelines.budget_days import first_judged_at
 from seer_pipelines.demo_data.synthetic import generate_events, write_events
 from seer_pipelines.judging_limits import BudgetGate
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
@@ -167,3 +170,35 @@ def test_forty_judged_events_do_not_page_like_four_thousand():
     assert _outcome(sampled) == "pass"
     # and below the minimum sample the judged events count, not the slice's 4,000
     assert _outcome({**sampled, "evaluated": 20, "count_recall": 20}) == "not_enough_data"
+
+
+def test_a_rerun_of_a_capped_day_draws_the_same_line(tmp_path):
+    """Events the first run paid for are cache hits on a re-run; read as of the day's first
+    budgeted run they still count, so the re-run cannot spend another whole cap."""
+    store = JudgmentStore(tmp_path / "cache.sqlite")
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'warehouse.sqlite'}")
+    events = _events(40)
+    probe = BudgetGate(Budget(), store, "gpt-4o-mini", "v1", (0.15, 0.6))
+    probe.split(events)
+    budget = Budget(tokens=int(probe.tracker.reserved_tokens / len(events) * 10))
+    started = first_judged_at(engine, None, DAY)
+    assert first_judged_at(engine, None, DAY) == started  # recorded once per day
+    assert first_judged_at(engine, None, DAY + timedelta(days=1)) >= started
+    time.sleep(0.01)
+    first = BudgetGate(budget, store, "gpt-4o-mini", "v1", (0.15, 0.6), as_of=started)
+    judge, over = first.split(events)
+    assert 5 <= len(judge) <= 15
+    judgments = asyncio.run(LexicalEvaluator().evaluate(judge))
+    store.put_judgments(
+        JudgmentRecord(
+            judgment_key(e, "gpt-4o-mini", "v1"), e.event_id, "gpt-4o-mini", "v1", o.judgment
+        )
+        for e, o in zip(judge, judgments, strict=True)
+    )
+    # Without the day's line the paid events look free and a fresh cap goes further.
+    unlined, _ = BudgetGate(budget, store, "gpt-4o-mini", "v1", (0.15, 0.6)).split(events)
+    assert len(unlined) > len(judge)
+    rerun = BudgetGate(
+        budget, store, "gpt-4o-mini", "v1", (0.15, 0.6), as_of=first_judged_at(engine, None, DAY)
+    )
+    assert rerun.split(events) == (judge, over)

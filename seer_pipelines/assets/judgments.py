@@ -35,6 +35,7 @@ from seer_metrics.slices import NOT_SAMPLED, SKIPPED_BUDGET
 from seer_pipelines.assets.events import GROUP_NAME, retrieval_events
 from seer_pipelines.assets.table_schemas import table_metadata
 from seer_pipelines.batch_judging import advance_day, batch_budget_gate, batch_metadata
+from seer_pipelines.budget_days import first_judged_at
 from seer_pipelines.judging_limits import (
     BudgetGate,
     DayLimits,
@@ -366,7 +367,12 @@ def event_judgments(
             limits.budget, judge.store, judge.model, judge.prompt_version, price, day_batches.as_of
         )
     elif limits.budget.enabled:
-        gate = BudgetGate(limits.budget, judge.store, judge.model, judge.prompt_version, price)
+        # Every run of the day reads the cache as of its first budgeted run, so a re-run
+        # cannot spend another whole cap on the events the first one left out.
+        as_of = first_judged_at(warehouse.get_engine(), warehouse.resolved_schema(), day)
+        gate = BudgetGate(
+            limits.budget, judge.store, judge.model, judge.prompt_version, price, as_of=as_of
+        )
     day_limits = DayLimits(limits, day_plan.sample, gate)
     summary = judge_partition(
         warehouse, judge, day, progress, config.max_error_share, day_limits=day_limits

@@ -354,3 +354,24 @@ def batches_table(schema: str | None = None) -> sa.Table:
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, comment="last polled"),
         sa.Index(f"ix_{BATCHES_TABLE}_day", "partition_date"),
     )
+
+
+# Budgets: when a day was first judged under a cap, so every later run of the day reads the
+# cache as it was then and draws the budget line at the same event (see budget_days.py).
+BUDGET_DAYS_TABLE = "seer_budget_days"
+
+
+@lru_cache(maxsize=16)
+def budget_days_table(schema: str | None = None) -> sa.Table:
+    """One row per day judged on-demand under a budget: when its first run started."""
+    return sa.Table(
+        BUDGET_DAYS_TABLE,
+        sa.MetaData(schema=schema),
+        sa.Column("partition_date", sa.Date, primary_key=True, comment="the day judged"),
+        sa.Column(
+            "first_judged_at",
+            sa.DateTime(timezone=True),
+            nullable=False,
+            comment="when the day's first budgeted run started judging",
+        ),
+    )
