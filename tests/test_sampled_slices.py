@@ -92,7 +92,7 @@ def test_a_sampled_day_reports_population_sample_and_honest_errors():
     for label in ("all", "env=prod"):
         row, truth = _row(sampled, label), _row(full, label)
         error = row["se_share_recall_below_1"]
-        assert 0 < error and abs(row["share_recall_below_1"] - truth["share_recall_below_1"]) < (
+        assert error > 0 and abs(row["share_recall_below_1"] - truth["share_recall_below_1"]) < (
             4 * error
         )
     # The `all` estimate is exactly the stratified ratio estimator of the judged events.
