@@ -237,5 +237,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{hint} dagster dev -w workspace.yaml")
     if home == (Path.cwd() / DEFAULT_DAGSTER_HOME).resolve() and not args.url:
         print("  or simply: make dev")
-    print("  then open http://127.0.0.1:3000 -> Assets -> slice_metrics (partitions, plots).")
+    print(
+        "  then open http://127.0.0.1:3000 -> Catalog -> slice_metrics "
+        "(Partitions, Checks, Overview -> Metadata -> Plots)."
+    )
     return 0
