@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from seer_metrics.coded_columns import CodedNumbers, CodedTexts
+from seer_metrics.sampling import stratum_label
 from seer_metrics.slice_groups import (
     ALL_SLICE,
     DEFAULT_MAX_PAIR_SLICES,
@@ -90,6 +91,11 @@ def metadata_value(metadata: Any, key: str) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def event_stratum(metadata: Any, keys: Sequence[str]) -> str:
+    """The sampling stratum of one event: its values of the slice `keys` (`env=prod|...`)."""
+    return stratum_label([(key, metadata_value(metadata, key)) for key in keys])
 
 
 _REQUIRED_COLUMNS = ("status", "k", "metadata", *METRICS)

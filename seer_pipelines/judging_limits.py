@@ -27,8 +27,8 @@ from seer_metrics.cost_estimate import (
 from seer_metrics.evaluators.base import Evaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_metrics.rows import unjudged_row
-from seer_metrics.sampling import SamplePlan, SamplePlanner, SamplingSettings, stratum_label
-from seer_metrics.slices import DEFAULT_SLICE_KEYS, NOT_SAMPLED, SKIPPED_BUDGET, metadata_value
+from seer_metrics.sampling import SamplePlan, SamplePlanner, SamplingSettings
+from seer_metrics.slices import DEFAULT_SLICE_KEYS, NOT_SAMPLED, SKIPPED_BUDGET, event_stratum
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.day import day_bounds
 
@@ -53,7 +53,7 @@ class JudgingLimits:
 
     def stratum(self, metadata: Any) -> str:
         """The event's stratum: its values of the slice keys (`env=prod|feature_flag=v2`)."""
-        return stratum_label([(key, metadata_value(metadata, key)) for key in self.slice_keys])
+        return event_stratum(metadata, self.slice_keys)
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from seer_metrics.cost_estimate import CostEstimate, estimate_cost, token_counte
 from seer_metrics.evaluators.llm import DEFAULT_MODEL, DEFAULT_PRICES, LLMSettings, parse_prices
 from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_metrics.jsonl import numbered_json_lines
-from seer_metrics.sampling import SamplingConfigError, SamplingSettings, plan_sample, stratum_label
-from seer_metrics.slices import DEFAULT_SLICE_KEYS, metadata_value
+from seer_metrics.sampling import SamplingConfigError, SamplingSettings, plan_sample
+from seer_metrics.slices import DEFAULT_SLICE_KEYS, event_stratum
 from seer_pipelines.commands import UsageError
 from seer_pipelines.commands.evaluate import check_input_file
 from seer_pipelines.settings import setting
@@ -63,10 +63,7 @@ def _read_events(path: str) -> tuple[list[RetrievalEvent], list[dict[str, Any]],
 def _sampled(
     events: list[RetrievalEvent], records: list[dict[str, Any]], settings: SamplingSettings, keys
 ) -> list[RetrievalEvent]:
-    strata = [
-        stratum_label([(key, metadata_value(record.get("metadata"), key)) for key in keys])
-        for record in records
-    ]
+    strata = [event_stratum(record.get("metadata"), keys) for record in records]
     ids = [event.event_id for event in events]
     chosen = plan_sample(ids, strata, settings).selected(ids, strata)
     return [event for event, keep in zip(events, chosen, strict=True) if keep]
