@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from seer_metrics.cost_estimate import CostEstimate, estimate_cost, token_counter
 from seer_metrics.evaluators.llm import DEFAULT_MODEL, DEFAULT_PRICES, LLMSettings, parse_prices
 from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_metrics.jsonl import numbered_json_lines
-from seer_metrics.sampling import SamplingConfigError, SamplingSettings, plan_sample
+from seer_metrics.sampling import SamplePlanner, SamplingConfigError, SamplingSettings
 from seer_metrics.slices import DEFAULT_SLICE_KEYS, event_stratum
 from seer_pipelines.commands import UsageError
 from seer_pipelines.commands.evaluate import check_input_file
@@ -42,10 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def _read_events(path: str) -> tuple[list[RetrievalEvent], list[dict[str, Any]], int]:
-    """The valid events, their raw records and the number of lines left out as invalid."""
+def _read_events(path: str) -> tuple[list[RetrievalEvent], int]:
+    """The valid events and the number of lines left out as invalid."""
     events: list[RetrievalEvent] = []
-    records: list[dict[str, Any]] = []
     invalid = 0
     for _line, record, error in numbered_json_lines(path):
         if error is not None or not isinstance(record, dict):
@@ -56,16 +54,19 @@ def _read_events(path: str) -> tuple[list[RetrievalEvent], list[dict[str, Any]],
         except InvalidEventError:
             invalid += 1
             continue
-        records.append(record)
-    return events, records, invalid
+    return events, invalid
 
 
 def _sampled(
-    events: list[RetrievalEvent], records: list[dict[str, Any]], settings: SamplingSettings, keys
+    events: list[RetrievalEvent], settings: SamplingSettings, keys: list[str]
 ) -> list[RetrievalEvent]:
-    strata = [event_stratum(record.get("metadata"), keys) for record in records]
-    ids = [event.event_id for event in events]
-    chosen = plan_sample(ids, strata, settings).selected(ids, strata)
+    """The events the judging step would judge under `settings` (hashed once)."""
+    planner = SamplePlanner(settings)
+    planner.add(
+        [event.event_id for event in events],
+        [event_stratum(event.metadata, keys) for event in events],
+    )
+    chosen = planner.chosen(planner.plan())
     return [event for event, keep in zip(events, chosen, strict=True) if keep]
 
 
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     except SamplingConfigError as error:
         raise UsageError(str(error)) from None
     keys = [key.strip() for key in args.slice_keys.split(",") if key.strip()]
-    events, records, invalid = _read_events(str(path))
+    events, invalid = _read_events(str(path))
     if not events:
         raise UsageError(f"events file {args.events!r}: no valid event to estimate")
     price = LLMSettings(model=args.model, prices=prices).price_for(args.model)
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     )
     everything = estimate_cost(events, args.model, price, count, method)
     sampled = (
-        estimate_cost(_sampled(events, records, sampling, keys), args.model, price, count, method)
+        estimate_cost(_sampled(events, sampling, keys), args.model, price, count, method)
         if sampling.enabled
         else None
     )
