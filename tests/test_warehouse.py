@@ -7,6 +7,10 @@ from datetime import date, timedelta
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.dialects.postgresql import psycopg2
 
 from seer_metrics.cache import JudgmentStore
 from seer_pipelines.cli import main
@@ -18,7 +22,9 @@ from seer_pipelines.warehouse.schema import (
     JUDGMENTS_TABLE,
     PASSAGE_JUDGMENTS_TABLE,
     SLICE_METRICS_TABLE,
+    output_tables,
 )
+from seer_pipelines.warehouse.writer import plain_value, value_encoder
 
 DAY = date(2026, 11, 29)
 # Days the rows below can be on; every other day's read must find none of them.
@@ -242,3 +248,45 @@ def test_sqlite_stores_nul_and_surrogates_clean(sqlite_warehouse) -> None:
 @pytest.mark.postgres
 def test_postgres_stores_nul_and_surrogates_clean(postgres_warehouse) -> None:
     check_poison_is_stored_clean(postgres_warehouse)
+
+
+# JSON-shaped values with what needs cleaning (NUL, surrogates, NaN, infinities), what
+# only looks like it (emoji, escaped backslashes), and what json.dumps cannot write alone.
+_JSON_TEXT = st.lists(
+    st.sampled_from(["a", "é", "\x00", "\ud800", "\udfff", "😀", "\\", "u0000", "\n"])
+).map("".join)
+_JSON_LEAF = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | _JSON_TEXT
+)
+_JSON_VALUES = st.recursive(
+    _JSON_LEAF,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(_JSON_TEXT, inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON_VALUES)
+def test_staged_values_are_what_the_column_types_would_store(value) -> None:
+    """The writer's fast encoders give the driver exactly what `plain_value` followed by
+    SQLAlchemy's own type processing gives, on both dialects."""
+    columns = output_tables(None).staging[JUDGMENTS_TABLE].c
+    for dialect in (sqlite_dialect.dialect(), psycopg2.dialect()):
+        for column in (columns.metadata, columns.reason, columns.n, columns.event_ts):
+            processor = column.type.dialect_impl(dialect).bind_processor(dialect)
+            try:
+                expected = plain_value(value)
+                expected = processor(expected) if processor else expected
+            except (TypeError, ValueError) as error:
+                with pytest.raises(type(error)):
+                    value_encoder(column, dialect)(value)
+                continue
+            assert value_encoder(column, dialect)(value) == expected

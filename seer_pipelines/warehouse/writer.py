@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -65,9 +67,70 @@ def plain_value(value: Any) -> Any:
     return value
 
 
+# What `json.dumps` (ASCII output) writes for NUL and for surrogate code points: a JSON
+# text without them, and without NaN, needs no cleaning. A match may be a false alarm (an
+# escaped backslash followed by "u0000", a real emoji written as a surrogate pair): such
+# values simply take the slow path.
+_JSON_NEEDS_CLEANING = re.compile(r"\\u(?:0000|d[89a-f])")
+
+ValueEncoder = Callable[[Any], Any]
+_JSON_AS_TEXT_DRIVERS = frozenset({"pysqlite", "psycopg2"})
+
+
+def _json_encoder(column: sa.Column[Any], dialect: sa.Dialect) -> ValueEncoder:
+    """The JSON text the column type would store for a value after `plain_value`, without
+    rebuilding values that need no cleaning (most do not): serialised once, checked in the
+    text, rebuilt only when the text shows NUL, a surrogate or NaN."""
+    processor = column.type.dialect_impl(dialect).bind_processor(dialect)
+    assert processor is not None, f"JSON column {column.name} has no bind processor"
+    # Drivers whose JSON parameter is the serialised text itself (psycopg 3 wraps it) and
+    # the default serializer: anything else takes the type's own path for every value.
+    plain_text = dialect.driver in _JSON_AS_TEXT_DRIVERS
+    if not plain_text or getattr(dialect, "_json_serializer", None) is not None:
+        return lambda value: processor(plain_value(value))
+
+    def encode(value: Any) -> Any:
+        if value is None:
+            return processor(None)
+        try:
+            # json.dumps with its defaults is what SQLAlchemy's JSON type calls.
+            text = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            return processor(plain_value(value))
+        if _JSON_NEEDS_CLEANING.search(text):
+            return processor(plain_value(value))
+        return text
+
+    return encode
+
+
+def _text_value(value: Any) -> Any:
+    return clean_text(value) if type(value) is str else plain_value(value)
+
+
+def value_encoder(column: sa.Column[Any], dialect: sa.Dialect) -> ValueEncoder:
+    """What the driver gets for a value of `column`: `plain_value`, then the column type's
+    own conversion for `dialect` (SQLite's dates as text, JSON serialised), in one step."""
+    if isinstance(column.type, sa.JSON):
+        return _json_encoder(column, dialect)
+    convert = _text_value if isinstance(column.type, sa.String) else plain_value
+    processor = column.type.dialect_impl(dialect).bind_processor(dialect)
+    if processor is None:
+        return convert
+    return lambda value: processor(convert(value))
+
+
 def utc_now() -> datetime:
     return datetime.now(tz=UTC)
 
+
+# Columns whose values the writer sets on every staged row, in this order at the end.
+_SET_BY_WRITER = (
+    "partition_date",
+    STAGING_RUN_COLUMN,
+    STAGING_SEQUENCE_COLUMN,
+    STAGING_TIME_COLUMN,
+)
 
 # A writer stages a chunk every few minutes at most; rows of a run that has staged
 # nothing for this long belong to a run that died without cleaning up.
@@ -102,7 +165,46 @@ class PartitionWriter:
         self.staged_rows = 0
         self.duplicates = 0  # staged rows dropped by commit() because their key repeated
         self.committed = False
+        self._prepare_insert()
         self.remove_stale_staging(utc_now() - STALE_STAGING_AFTER)
+
+    def _prepare_insert(self) -> None:
+        """The staging insert, its parameters in order and each value's encoder.
+
+        Values reach the driver already converted (`value_encoder`), so SQLAlchemy's
+        per-row type processing is skipped: on SQLite the driver's `executemany` gets the
+        tuples as they are; elsewhere a typeless copy of the staging table takes them
+        through SQLAlchemy's batched insert (one statement for many rows on PostgreSQL).
+        """
+        dialect = self._engine.dialect
+        names = [c.name for c in self._staging.columns]
+        self._encoders = [
+            (name, value_encoder(self._staging.c[name], dialect))
+            for name in names
+            if name not in _SET_BY_WRITER
+        ]
+        fixed = {
+            name: value_encoder(self._staging.c[name], dialect)
+            for name in _SET_BY_WRITER
+            if name != STAGING_SEQUENCE_COLUMN
+        }
+        self._encode_fixed = fixed
+        self._order = [name for name, _ in self._encoders] + list(_SET_BY_WRITER)
+        if dialect.name == "sqlite":
+            quote = dialect.identifier_preparer
+            columns = ", ".join(quote.format_column(self._staging.c[n]) for n in self._order)
+            self._driver_insert: str | None = (
+                f"INSERT INTO {quote.format_table(self._staging)} ({columns}) "
+                f"VALUES ({', '.join('?' * len(self._order))})"  # sqlite3's qmark style
+            )
+        else:
+            self._driver_insert = None
+            typeless = sa.Table(
+                self._staging.name,
+                sa.MetaData(schema=self._staging.schema),
+                *(sa.Column(name, sa.types.NullType()) for name in self._order),
+            )
+            self._typeless_insert = typeless.insert()
 
     def remove_stale_staging(self, cutoff: datetime) -> int:
         """Delete the staged rows of other runs that staged nothing since `cutoff` (runs
@@ -131,19 +233,23 @@ class PartitionWriter:
         """
         if not rows:
             return
-        columns = [c.name for c in self._table.columns]
-        now = utc_now()
-        staged = []
-        for row in rows:
-            record = {column: plain_value(row.get(column)) for column in columns}
-            record["partition_date"] = self._day
-            record[STAGING_RUN_COLUMN] = self._run
-            record[STAGING_SEQUENCE_COLUMN] = self._sequence
-            record[STAGING_TIME_COLUMN] = now
-            self._sequence += 1
-            staged.append(record)
+        day = self._encode_fixed["partition_date"](self._day)
+        run = self._encode_fixed[STAGING_RUN_COLUMN](self._run)
+        now = self._encode_fixed[STAGING_TIME_COLUMN](utc_now())
+        encoders = self._encoders
+        first = self._sequence
+        staged = [
+            (*[encode(row.get(name)) for name, encode in encoders], day, run, sequence, now)
+            for sequence, row in enumerate(rows, start=first)
+        ]
         with self._engine.begin() as connection:
-            connection.execute(self._staging.insert(), staged)
+            if self._driver_insert is not None:
+                connection.exec_driver_sql(self._driver_insert, staged)
+            else:
+                order = self._order
+                named = [dict(zip(order, values, strict=True)) for values in staged]
+                connection.execute(self._typeless_insert, named)
+        self._sequence = first + len(staged)
         self.staged_rows += len(staged)
 
     def commit(self) -> int:
