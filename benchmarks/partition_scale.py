@@ -4,7 +4,11 @@ Seeds a SQLite warehouse (temporary directory) with one day of synthetic events,
 materializes every asset of that partition with `dagster.materialize` (ephemeral
 instance, offline lexical evaluator, default chunk size), each asset in a fresh child
 process, as Dagster's default multiprocess executor runs each step of a job
-(`slice_metrics` together with its checks, as the daily job runs them). It does so for a
+(`slice_metrics` together with its checks, as the daily job runs them), and scheduled as
+that executor schedules the daily job on two cores: `event_metrics` and
+`passage_judgments` side by side once `event_judgments` is done, `slice_metrics` once
+`event_metrics` is. The whole day is the wall time from the first step's start to the
+last one's end. It does so for a
 small day (events / 4) and a large one, then re-runs the large day. For each step it
 prints events/s and peak memory (the child's peak RSS, and its growth over the RSS the
 process had before the step: what the step itself allocated), each with its target, and
@@ -27,8 +31,8 @@ exits non-zero when a target is missed:
       model calls, see benchmarks/judge_throughput.py).
 
 `--million` runs only the first run of one day of 1,000,000 events (a production day), with
-its own targets: (d) every step's peak RSS at most 256 MB and the whole day (the steps'
-seconds, seeding excluded) at most 300 s, 3,334 events/s; the per-step speed targets of (a)
+its own targets: (d) every step's peak RSS at most 256 MB and the whole day (seeding
+excluded) at most 300 s, 3,334 events/s; the per-step speed targets of (a)
 apply too. `--first-run-only` does the same at `--events` (no small day, no re-run), and
 `--profile DIR` writes each step's cProfile statistics to DIR/<run>-<step>.prof. Each step
 also prints its CPU seconds: on a shared, loaded machine wall time grows with the load,
@@ -162,6 +166,13 @@ def run_step(
     return StepFigures(step, seconds, cpu_seconds, peak, peak - before, metadata)
 
 
+def import_step_modules() -> None:
+    """Import what `run_step` imports, in a step's process before its clock starts."""
+    import dagster  # noqa: F401
+
+    import seer_pipelines.definitions  # noqa: F401
+
+
 def seed(url: str, events: int) -> int:
     """One day of the synthetic events: thousands of distinct queries and contexts, so the
     first run really judges (the realistic stream of `seer seed` repeats its 200 questions
@@ -182,33 +193,61 @@ def seed(url: str, events: int) -> int:
         warehouse.dispose()
 
 
+@dataclass
+class RunFigures:
+    """One run of the day: each step's figures and the day's wall time as the job runs it."""
+
+    steps: dict[str, StepFigures]
+    day_seconds: float
+
+
 def run_pipeline(
     url: str, chunk_size: int | None, profile: tuple[Path, str] | None = None
-) -> dict[str, StepFigures]:
-    """Every step in its own fresh process, in dependency order; `profile`: the directory
-    and the run's name for each step's cProfile statistics."""
+) -> RunFigures:
+    """Every step in its own fresh process, scheduled as the daily job's multiprocess
+    executor schedules them on this machine: event_judgments first, then event_metrics and
+    passage_judgments side by side (both read only seer_judgments), slice_metrics as soon
+    as event_metrics is done. `profile`: the directory and the run's name for each step's
+    cProfile statistics."""
     context = multiprocessing.get_context("spawn")
-    figures: dict[str, StepFigures] = {}
-    for step in STEPS:
+    pools = {step: concurrent.futures.ProcessPoolExecutor(1, mp_context=context) for step in STEPS}
+
+    def start(step: str) -> concurrent.futures.Future[StepFigures]:
         path = str(profile[0] / f"{profile[1]}-{step}.prof") if profile else None
-        with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
-            figures[step] = pool.submit(run_step, url, step, chunk_size, path).result()
-    return figures
+        return pools[step].submit(run_step, url, step, chunk_size, path)
+
+    try:
+        # Started and imported before the clock starts, as each step's own seconds exclude
+        # the process start (a few seconds of imports on this machine).
+        for ready in [pool.submit(import_step_modules) for pool in pools.values()]:
+            ready.result()
+        started = time.perf_counter()
+        figures = {"event_judgments": start("event_judgments").result()}
+        side_by_side = {step: start(step) for step in ("event_metrics", "passage_judgments")}
+        figures["event_metrics"] = side_by_side["event_metrics"].result()
+        figures["slice_metrics"] = start("slice_metrics").result()
+        figures["passage_judgments"] = side_by_side["passage_judgments"].result()
+        day_seconds = time.perf_counter() - started
+    finally:
+        for pool in pools.values():
+            pool.shutdown()
+    return RunFigures({step: figures[step] for step in STEPS}, day_seconds)
 
 
 def print_run(
     title: str,
     events: int,
-    figures: dict[str, StepFigures],
+    run: RunFigures,
     check: Callable[[bool, str], str],
     speed_targets: bool = True,
 ) -> float:
-    """Print one run's table with its targets; returns its total seconds.
+    """Print one run's table with its targets; returns the day's wall seconds.
 
     Speed targets apply to the large day only: on a small one Dagster's fixed cost per
     run (about a second) is a large share of each step.
     """
-    total = sum(f.seconds for f in figures.values())
+    figures = run.steps
+    total = run.day_seconds
     print(f"\n{title}: {events:,} events")
     print(
         f"  {'step':<18} {'seconds':>7} {'events/s':>9} {'target':>8} {'':6} "
@@ -231,9 +270,14 @@ def print_run(
     peak = max(f.peak_rss_mb for f in figures.values())
     cpu = sum(f.cpu_seconds for f in figures.values())
     print(
-        f"  {'total':<18} {total:>7.1f} {rate:>9.0f} "
+        f"  {'whole day':<18} {total:>7.1f} {rate:>9.0f} "
         f"{'>= ' + format(TARGET_EVENTS_PER_SECOND, '.0f'):>8} {fast:6} {peak:>11.0f} "
         f"{'':7} {'':6} {'':9} {cpu:>7.1f}"
+    )
+    steps = sum(f.seconds for f in figures.values())
+    print(
+        f"  (whole day: wall time with event_metrics and passage_judgments side by side, as "
+        f"the daily job runs them; the steps one after the other: {steps:.1f} s)"
     )
     return total
 
@@ -278,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         return first_run_only(requested, args.chunk_size, args.profile, args.million, check, missed)
 
     with tempfile.TemporaryDirectory(prefix="seer-partition-scale-") as directory:
-        runs: dict[str, tuple[int, dict[str, StepFigures]]] = {}
+        runs: dict[str, tuple[int, RunFigures]] = {}
         for name, requested in (("small", args.events // args.ratio), ("large", args.events)):
             url = f"sqlite:///{Path(directory) / f'{name}.sqlite'}"
             started = time.perf_counter()
@@ -300,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\nmemory against the size of the day (target: bounded by the chunk size)")
     extra = large_events - small_events
     for step in STEPS:
-        grown, base = large[step].growth_mb, small[step].growth_mb
+        grown, base = large.steps[step].growth_mb, small.steps[step].growth_mb
         per_event = max(grown - base, 0.0) * 1024 * 1024 / extra
         target = TARGET_BYTES_PER_EVENT[step]
         print(
@@ -308,9 +352,9 @@ def main(argv: list[str] | None = None) -> int:
             f"events: {per_event:5.0f} bytes/event, target <= {target:.0f} "
             f"{check(per_event <= target, f'memory of {step}')}"
         )
-    small_peak = max(f.peak_rss_mb for f in small.values())
-    large_peak = max(f.peak_rss_mb for f in large.values())
-    loaded = min(f.peak_rss_mb - f.growth_mb for f in large.values())
+    small_peak = max(f.peak_rss_mb for f in small.steps.values())
+    large_peak = max(f.peak_rss_mb for f in large.steps.values())
+    loaded = min(f.peak_rss_mb - f.growth_mb for f in large.steps.values())
     ratio = large_peak / small_peak
     print(
         f"  {'peak RSS':<18} {small_peak:.0f} MB -> {large_peak:.0f} MB for "
@@ -320,18 +364,19 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     print("\nre-run of the large day")
-    judged = rerun["event_judgments"].metadata
+    judged = rerun.steps["event_judgments"].metadata
     calls, sent = int(judged["model_calls"]), int(judged["judged"])
     print(
         f"  {calls} model calls, {sent} events sent to the evaluator, "
         f"{int(judged['cache_hits']):,} cache hits, target 0 and 0 "
         f"{check(calls == 0 and sent == 0, 're-run model calls')}"
     )
-    speedup = large["event_judgments"].seconds / rerun["event_judgments"].seconds
+    first_judging, rerun_judging = (r.steps["event_judgments"].seconds for r in (large, rerun))
+    speedup = first_judging / rerun_judging
     faster = check(speedup >= TARGET_RERUN_JUDGING_SPEEDUP, "re-run speed")
     print(
-        f"  event_judgments {rerun['event_judgments'].seconds:.1f} s vs "
-        f"{large['event_judgments'].seconds:.1f} s ({speedup:.1f}x faster), target >= "
+        f"  event_judgments {rerun_judging:.1f} s vs "
+        f"{first_judging:.1f} s ({speedup:.1f}x faster), target >= "
         f"{TARGET_RERUN_JUDGING_SPEEDUP}x {faster}"
     )
     print(f"  whole day {rerun_total:.0f} s vs {first_total:.0f} s")
