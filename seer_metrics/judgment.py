@@ -86,6 +86,11 @@ class Judgment:
     def restricted_to(self, context_ids: Iterable[str]) -> Judgment:
         """Drop citations of ids outside the context, counting them as hallucinated."""
         known = set(context_ids)
+        if type(self.hallucinated_citations) is int and all(
+            type(req.supported_by) is tuple and known.issuperset(req.supported_by)
+            for req in self.requirements
+        ):
+            return self  # nothing to drop (the usual case): the same, immutable judgment
         dropped = 0
         requirements = []
         for req in self.requirements:
@@ -107,3 +112,63 @@ class Judgment:
             "hallucinated_citations": self.hallucinated_citations,
             "unverified_citations": self.unverified_citations,
         }
+
+
+# The parts of a stored judgment that the row builders read: requirement ids, texts and
+# supporting passage ids (in requirement order), hallucinated and unverified citations.
+JudgmentParts = tuple[list[str], list[str], list[list[str]], int, int]
+
+
+def judgment_parts(data: Any) -> JudgmentParts:
+    """What `Judgment.from_dict(data)` holds, read without building its objects (the
+    metric and passage rows of a day read one judgment per event).
+
+    A judgment as `to_dict` stores it (dicts, lists and strings, every key present) is
+    read directly; anything else goes through `from_dict`, so the values and errors are
+    the same. A requirement's supporting ids may repeat on the direct path (`from_dict`
+    drops repeats).
+    """
+    raw_requirements = data.get("requirements") if type(data) is dict else None
+    if type(raw_requirements) is not list:
+        return _parts_of(Judgment.from_dict(data))
+    ids: list[str] = []
+    texts: list[str] = []
+    supports: list[list[str]] = []
+    for raw in raw_requirements:
+        if type(raw) is not dict or "id" not in raw or "text" not in raw:
+            return _parts_of(Judgment.from_dict(data))
+        req_id = raw["id"]
+        text = raw["text"]
+        support = raw.get("supported_by")
+        if type(req_id) is not str or not req_id or type(text) is not str:
+            return _parts_of(Judgment.from_dict(data))
+        if type(support) is not list:
+            return _parts_of(Judgment.from_dict(data))
+        for passage_id in support:
+            if type(passage_id) is not str:
+                return _parts_of(Judgment.from_dict(data))
+        ids.append(req_id)
+        texts.append(text)
+        supports.append(support)
+    if len(ids) > 1 and len(set(ids)) != len(ids):
+        return _parts_of(Judgment.from_dict(data))  # raises: an id appears twice
+    hallucinated = data.get("hallucinated_citations", 0)
+    unverified = data.get("unverified_citations", 0)
+    return (
+        ids,
+        texts,
+        supports,
+        hallucinated if type(hallucinated) is int else int(hallucinated or 0),
+        unverified if type(unverified) is int else int(unverified or 0),
+    )
+
+
+def _parts_of(judgment: Judgment) -> JudgmentParts:
+    requirements = judgment.requirements
+    return (
+        [req.id for req in requirements],
+        [req.text for req in requirements],
+        [list(req.supported_by) for req in requirements],
+        judgment.hallucinated_citations,
+        judgment.unverified_citations,
+    )

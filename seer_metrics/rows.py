@@ -10,12 +10,11 @@ A source record becomes one `seer_judgments` row: `invalid_row` when it cannot b
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
+from itertools import compress
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from seer_metrics.cache import judgment_key
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
@@ -27,8 +26,8 @@ from seer_metrics.events import (
     derive_event_id,
     parse_timestamp,
 )
-from seer_metrics.judgment import Judgment
-from seer_metrics.scoring import score_events
+from seer_metrics.judgment import judgment_parts
+from seer_metrics.scoring import score_arrays
 from seer_metrics.slices import METRICS
 
 USAGE_COLUMNS = ("cache_hit", "model_calls", "prompt_tokens", "completion_tokens", "cost_usd")
@@ -55,6 +54,8 @@ _NO_USAGE = {
     "completion_tokens": 0,
     "cost_usd": 0.0,
 }
+
+_NO_METRICS = dict.fromkeys(METRICS)
 
 
 # -- seer_judgments ---------------------------------------------------------------------
@@ -179,64 +180,94 @@ def first_by_event_ts(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _defined(value: Any) -> Any:
     """None for NULL and NaN, the value otherwise."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or (isinstance(value, float) and value != value):
         return None
     return value
 
 
 def event_metric_rows(judgments: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Score `seer_judgments` rows (plain dicts, NULL as None) into `seer_event_metrics`
-    rows; the metrics of all ok rows are computed at once (`score_events`)."""
-    inputs: list[dict[str, Any]] = []
-    ok_index: list[int] = []
+    rows; the metrics of all ok rows are computed at once (`score_arrays`), from the
+    stored judgments' parts rather than `Judgment` objects."""
     rows: list[dict[str, Any]] = []
-    for index, record in enumerate(judgments):
+    scored: list[dict[str, Any]] = []
+    k_values: list[int] = []
+    n_values: list[int] = []
+    supported: list[int] = []
+    has_ranking: list[bool] = []
+    cited_flags: list[bool] = []  # each scored event's ranked passages, event after event
+    for record in judgments:
+        status = record["status"]
         n = _defined(record.get("n"))
         row: dict[str, Any] = {
             "event_id": record["event_id"],
             "event_ts": record.get("event_ts"),
-            "status": record["status"],
-            "reason": record.get("reason") if record["status"] != "ok" else None,
+            "status": status,
+            "reason": record.get("reason") if status != "ok" else None,
             "n": None if n is None else int(n),
             "metadata": record.get("metadata") or {},
             "stratum": record.get("stratum"),
-            **{column: _defined(record.get(column)) for column in USAGE_COLUMNS},
-            **dict.fromkeys(METRICS),
+            "cache_hit": _defined(record.get("cache_hit")),
+            "model_calls": _defined(record.get("model_calls")),
+            "prompt_tokens": _defined(record.get("prompt_tokens")),
+            "completion_tokens": _defined(record.get("completion_tokens")),
+            "cost_usd": _defined(record.get("cost_usd")),
+            **_NO_METRICS,
         }
-        if record["status"] == "ok" and record.get("judgment") is not None:
-            judgment = Judgment.from_dict(record["judgment"])
-            ranked_ids = [str(pair[0]) for pair in record["ranked_context"]]
-            cited = judgment.cited_ids
-            inputs.append(
-                {
-                    "k": judgment.k,
-                    "n": len(ranked_ids),
-                    "supported_requirements": sum(1 for r in judgment.requirements if r.supported),
-                    "cited_positions": [
-                        i for i, pid in enumerate(ranked_ids, start=1) if pid in cited
-                    ],
-                    "has_ranking": bool(record.get("has_ranking")),
-                }
-            )
-            ok_index.append(index)
-            row.update(
-                k=judgment.k,
-                n=len(ranked_ids),
-                cited_ids=[pid for pid in ranked_ids if pid in cited],
-                missing_requirements=[r.text for r in judgment.requirements if not r.supported],
-                hallucinated_citations=judgment.hallucinated_citations,
-                unverified_citations=judgment.unverified_citations,
-            )
         rows.append(row)
-    if inputs:
-        scores = score_events(pd.DataFrame(inputs))
-        # One array per metric, not a pandas look-up per (row, metric).
-        columns = {metric: scores[metric].to_numpy(dtype=float) for metric in METRICS}
-        for metric, values in columns.items():
-            defined = np.isfinite(values)
-            for position, index in enumerate(ok_index):
-                rows[index][metric] = float(values[position]) if defined[position] else None
+        if status != "ok" or record.get("judgment") is None:
+            continue
+        ids, texts, supports, hallucinated, unverified = judgment_parts(record["judgment"])
+        ranked_ids = [str(pair[0]) for pair in record["ranked_context"]]
+        cited = set().union(*supports)
+        flags = [passage_id in cited for passage_id in ranked_ids]
+        cited_flags += flags
+        k_values.append(len(ids))
+        n_values.append(len(ranked_ids))
+        supported.append(len(supports) - supports.count([]))
+        has_ranking.append(bool(record.get("has_ranking")))
+        scored.append(row)
+        row["k"] = len(ids)
+        row["n"] = len(ranked_ids)
+        row["cited_ids"] = list(compress(ranked_ids, flags))
+        row["missing_requirements"] = [
+            text for text, support in zip(texts, supports, strict=True) if not support
+        ]
+        row["hallucinated_citations"] = hallucinated
+        row["unverified_citations"] = unverified
+    if scored:
+        _add_scores(scored, k_values, n_values, supported, has_ranking, cited_flags)
     return rows
+
+
+def _add_scores(
+    scored: list[dict[str, Any]],
+    k_values: list[int],
+    n_values: list[int],
+    supported: list[int],
+    has_ranking: list[bool],
+    cited_flags: list[bool],
+) -> None:
+    """Set the metrics of the scored rows (None where undefined), all rows at once."""
+    n = np.array(n_values, dtype=np.intp)
+    cited_at = np.flatnonzero(np.array(cited_flags, dtype=bool))
+    position_rows = np.repeat(np.arange(len(n)), n)[cited_at]
+    positions = cited_at - (np.cumsum(n) - n)[position_rows] + 1
+    scores = score_arrays(
+        k=np.array(k_values, dtype=float),
+        n=n.astype(float),
+        supported=np.array(supported, dtype=float),
+        cited_count=np.bincount(position_rows, minlength=len(n)),
+        positions=positions.astype(float),
+        position_rows=position_rows,
+        has_ranking=np.array(has_ranking, dtype=bool),
+    )
+    for metric in METRICS:
+        values = scores[metric]
+        # One list per metric (NaN and inf as None), not a look-up per (row, metric).
+        defined = np.where(np.isfinite(values), values, None).tolist()
+        for row, value in zip(scored, defined, strict=True):
+            row[metric] = value
 
 
 # -- seer_passage_judgments ------------------------------------------------------------
@@ -248,17 +279,26 @@ def passage_rows(judgments: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     for record in judgments:
         if record["status"] != "ok" or record.get("judgment") is None:
             continue
-        judgment = Judgment.from_dict(record["judgment"])
+        ids, _texts, supports, _hallucinated, _unverified = judgment_parts(record["judgment"])
+        # Passage id -> the requirements it supports, in requirement order, each once.
+        supporting_by_id: dict[str, list[str]] = {}
+        for requirement_id, support in zip(ids, supports, strict=True):
+            for passage_id in support:
+                supporting = supporting_by_id.setdefault(passage_id, [])
+                if not supporting or supporting[-1] != requirement_id:
+                    supporting.append(requirement_id)
+        event_id = record["event_id"]
         for position, (passage_id, logged_position) in enumerate(record["ranked_context"], start=1):
-            supporting = [r.id for r in judgment.requirements if str(passage_id) in r.supported_by]
+            passage_id = str(passage_id)
+            supporting = supporting_by_id.get(passage_id)
             rows.append(
                 {
-                    "event_id": record["event_id"],
+                    "event_id": event_id,
                     "position": position,
                     "logged_position": int(logged_position),
-                    "passage_id": str(passage_id),
-                    "cited": bool(supporting),
-                    "supported_requirements": supporting,
+                    "passage_id": passage_id,
+                    "cited": supporting is not None,
+                    "supported_requirements": [] if supporting is None else supporting.copy(),
                 }
             )
     return rows

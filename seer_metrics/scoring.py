@@ -105,36 +105,70 @@ def score_events(frame: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in SCORE_INPUT_COLUMNS if c not in frame.columns]
     if missing:
         raise KeyError(f"score_events needs columns {missing}")
-    k = frame["k"].to_numpy(dtype=float)
-    n = frame["n"].to_numpy(dtype=float)
-    supported = frame["supported_requirements"].to_numpy(dtype=float)
-    cited_count = frame["cited_positions"].map(len).to_numpy(dtype=float)
+    cited_count = frame["cited_positions"].map(len).to_numpy(dtype=int)
+    # Group by row position, not by index label: labels need not be unique.
+    positions = frame["cited_positions"].reset_index(drop=True).explode().dropna()
+    scores = score_arrays(
+        k=frame["k"].to_numpy(dtype=float),
+        n=frame["n"].to_numpy(dtype=float),
+        supported=frame["supported_requirements"].to_numpy(dtype=float),
+        cited_count=cited_count,
+        positions=positions.to_numpy(dtype=float),
+        position_rows=positions.index.to_numpy(dtype=np.intp),
+        has_ranking=frame["has_ranking"].to_numpy(dtype=bool),
+    )
+    return pd.DataFrame({**scores, "cited_count": cited_count}, index=frame.index)
+
+
+def score_arrays(
+    *,
+    k: np.ndarray,
+    n: np.ndarray,
+    supported: np.ndarray,
+    cited_count: np.ndarray,
+    positions: np.ndarray,
+    position_rows: np.ndarray,
+    has_ranking: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """recall, precision, f1 and ndcg (NaN where undefined) from plain arrays, one entry
+    per event, so callers holding lists skip building a DataFrame.
+
+    `positions` are the 1-based ranks of all cited items, event after event, and
+    `position_rows` the event (row number) of each, in ascending order.
+    """
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    supported = np.asarray(supported, dtype=float)
+    cited = np.asarray(cited_count).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         recall = np.where(k > 0, supported / k, np.nan)
-        precision = np.where(n > 0, cited_count / n, np.nan)
+        precision = np.where(n > 0, cited / n, np.nan)
         total = precision + recall
         f1 = np.where(total > 0, 2 * precision * recall / total, 0.0)
     f1 = np.where(np.isnan(precision) | np.isnan(recall), np.nan, f1)
-
-    # Group by row position, not by index label: labels need not be unique.
-    positions = frame["cited_positions"].reset_index(drop=True).explode().dropna()
-    dcg = np.zeros(len(frame))
-    if len(positions):
-        gains = 1.0 / np.log2(positions.astype(float) + 1.0)
-        per_row = gains.groupby(level=0).sum()
-        dcg[per_row.index.to_numpy()] = per_row.to_numpy()
-    ideal_table = _ideal_dcg_table(int(cited_count.max()) if len(cited_count) else 0)
-    ideal = ideal_table[cited_count.astype(int)]
+    dcg = _dcg(len(k), np.asarray(positions, dtype=float), np.asarray(position_rows))
+    ideal_table = _ideal_dcg_table(int(cited.max()) if len(cited) else 0)
+    ideal = ideal_table[cited.astype(int)]
     with np.errstate(divide="ignore", invalid="ignore"):
         ndcg = np.where(ideal > 0, dcg / ideal, np.nan)
-    ndcg = np.where(frame["has_ranking"].to_numpy(dtype=bool), ndcg, np.nan)
-    return pd.DataFrame(
-        {
-            "recall": recall,
-            "precision": precision,
-            "f1": f1,
-            "ndcg": ndcg,
-            "cited_count": cited_count.astype(int),
-        },
-        index=frame.index,
-    )
+    ndcg = np.where(np.asarray(has_ranking, dtype=bool), ndcg, np.nan)
+    return {"recall": recall, "precision": precision, "f1": f1, "ndcg": ndcg}
+
+
+def _dcg(events: int, positions: np.ndarray, position_rows: np.ndarray) -> np.ndarray:
+    """Each event's DCG: the sum of 1/log2(position + 1) over its cited positions.
+
+    Summed per run of equal rows with `np.add.reduceat`, the very sums pandas' sorted
+    groupby made (bit for bit); NaN gains, which only non-ranks give, keep pandas'.
+    """
+    dcg = np.zeros(events)
+    if not len(positions):
+        return dcg
+    gains = 1.0 / np.log2(positions + 1.0)
+    if np.isnan(gains).any():
+        per_row = pd.Series(gains, index=position_rows).groupby(level=0).sum()
+        dcg[per_row.index.to_numpy()] = per_row.to_numpy()
+        return dcg
+    starts = np.flatnonzero(np.r_[True, position_rows[1:] != position_rows[:-1]])
+    dcg[position_rows[starts]] = np.add.reduceat(gains, starts)
+    return dcg
