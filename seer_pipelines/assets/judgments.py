@@ -50,6 +50,7 @@ from seer_pipelines.metadata_display import display_metadata
 from seer_pipelines.parent_watch import while_parent_lives
 from seer_pipelines.partitions import daily_partitions, partition_day
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_pipelines.step_process import freeze_loaded_objects
 from seer_pipelines.warehouse.day import day_bounds
 from seer_pipelines.warehouse.schema import JUDGMENTS_TABLE
 
@@ -305,6 +306,7 @@ def event_judgments(
     warehouse: WarehouseResource,
     evaluator: EvaluatorResource,
 ) -> Iterator[MaterializeResult]:
+    freeze_loaded_objects()
     day = partition_day(context.partition_key)
     limits = JudgingLimits.of(evaluator)
     judge = caching_evaluator(warehouse, evaluator)

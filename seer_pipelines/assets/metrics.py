@@ -37,6 +37,7 @@ from seer_pipelines.metadata_display import display_metadata
 from seer_pipelines.partitions import daily_partitions, partition_day
 from seer_pipelines.resources import WarehouseConfigError, WarehouseResource
 from seer_pipelines.settings import setting
+from seer_pipelines.step_process import freeze_loaded_objects
 from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,
     JUDGMENTS_TABLE,
@@ -94,6 +95,7 @@ def build_event_metrics(warehouse: WarehouseResource, day: date) -> tuple[ScoreT
 def event_metrics(
     context: AssetExecutionContext, warehouse: WarehouseResource
 ) -> MaterializeResult:
+    freeze_loaded_objects()
     day = partition_day(context.partition_key)
     totals, written = build_event_metrics(warehouse, day)
     context.log.info(
@@ -128,6 +130,7 @@ def event_metrics(
 def passage_judgments(
     context: AssetExecutionContext, warehouse: WarehouseResource
 ) -> MaterializeResult:
+    freeze_loaded_objects()
     day = partition_day(context.partition_key)
     cited = 0
     events = 0
@@ -236,9 +239,10 @@ def compute_slice_frame(
 ) -> pd.DataFrame:
     """The day's per-slice aggregates, from `seer_event_metrics` read chunk by chunk.
 
-    Only a few numbers and codes per event are kept (`SliceAccumulator`), so a large day
-    costs about 80 bytes an event here instead of whole rows with their metadata. A sampled
-    day's slices are estimated from its judged events, weighted by their `stratum`.
+    Only a few small codes per event are kept (`SliceAccumulator`, about 12 bytes an event)
+    instead of whole rows with their metadata; with the transient arrays of one slice at a
+    time the step's RSS grows by about 80 bytes an event (a million events: 78 MB). A
+    sampled day's slices are estimated from its judged events, weighted by their `stratum`.
     """
     accumulator = SliceAccumulator(slice_keys, bloat_line, pair_bounds)
     for chunk in warehouse.read_partition(EVENT_METRICS_TABLE, day, _EVENT_METRIC_READ_COLUMNS):
