@@ -8,13 +8,14 @@ the sampling (`seer_metrics.sampling`), the spread and quantiles are weighted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from seer_metrics.coded_columns import CodedNumbers, CodedTexts
+from seer_metrics.coded_columns import CodedNumbers
 from seer_metrics.sampling import estimate_domain_mean
 
 METRICS = ("recall", "precision", "f1", "ndcg")
@@ -35,8 +36,11 @@ class StratumWeights:
 
     @classmethod
     def of(cls, strata: np.ndarray, ok: np.ndarray, unjudged: np.ndarray) -> StratumWeights:
-        codes = np.asarray(strata, dtype=np.int64)
-        codes = np.where(codes < 0, codes.max(initial=-1) + 1, codes)  # no stratum: one more
+        codes = np.asarray(strata)
+        missing = int(codes.max(initial=-1)) + 1  # no stratum: one more code
+        # Four bytes a code while they fit (a sampled day keeps one per event), else eight.
+        codes = codes.astype(np.int32 if missing < np.iinfo(np.int32).max else np.int64)
+        codes[codes < 0] = missing
         length = int(codes.max(initial=-1)) + 1
         judged = np.bincount(codes[ok], minlength=length)
         return cls(codes, judged, judged + np.bincount(codes[unjudged], minlength=length))
@@ -55,82 +59,70 @@ class StratumWeights:
         return self.population[strata] / np.maximum(self.sample_counts[strata], 1)
 
 
+# Each event's status as one byte: the statuses a slice row counts, and any other (0).
+STATUS_CLASSES = ("ok", "invalid", "error", NOT_SAMPLED, SKIPPED_BUDGET)
+OTHER_STATUS = 0
+STATUS_CLASS = {status: index + 1 for index, status in enumerate(STATUS_CLASSES)}
+_OK = STATUS_CLASS["ok"]
+_UNJUDGED = (STATUS_CLASS[NOT_SAMPLED], STATUS_CLASS[SKIPPED_BUDGET])
+
+
+def status_classes(statuses: Iterable[Any]) -> np.ndarray:
+    """One byte an event: its status's place in `STATUS_CLASSES` (+1), 0 for any other."""
+    classes = STATUS_CLASS
+    return np.fromiter(
+        (
+            classes.get(status, OTHER_STATUS) if isinstance(status, str) else 0
+            for status in statuses
+        ),
+        dtype=np.uint8,
+    )
+
+
 @dataclass(frozen=True)
 class DayArrays:
     """One day's columns as numpy arrays, made once and indexed per slice.
 
-    Numbers are float64 (NULL as NaN): no copy when the day is already numeric, as in
-    `SliceAccumulator`; the status is boolean masks. `weights` is None on a fully judged
-    day (no event left unjudged on purpose), which keeps the plain means.
+    `status` is one byte an event (`status_classes`) and `ok` its mask; numbers are
+    float64 arrays (NULL as NaN) or `CodedNumbers`, which give float64 when indexed, as in
+    `SliceAccumulator`. `weights` is None on a fully judged day (no event left unjudged on
+    purpose), which keeps the plain means.
     """
 
+    status: np.ndarray
     ok: np.ndarray
-    invalid: np.ndarray
-    error: np.ndarray
-    not_sampled: np.ndarray
-    skipped_budget: np.ndarray
-    numbers: dict[str, np.ndarray]
+    numbers: Mapping[str, np.ndarray | CodedNumbers]
     weights: StratumWeights | None
 
     @classmethod
-    def of(cls, frame: pd.DataFrame, strata: np.ndarray | None = None) -> DayArrays:
-        """`strata`: one integer code per event (-1 when unknown); else the `stratum`
-        column of `frame` when it has one."""
-        status = frame["status"]
-        ok = (status == "ok").to_numpy(dtype=bool)
-        not_sampled = (status == NOT_SAMPLED).to_numpy(dtype=bool)
-        skipped_budget = (status == SKIPPED_BUDGET).to_numpy(dtype=bool)
-        weights = None
-        if not_sampled.any() or skipped_budget.any():
-            if strata is None:
-                strata = (
-                    pd.factorize(frame["stratum"])[0]
-                    if "stratum" in frame
-                    else np.zeros(len(frame), dtype=np.int64)
-                )
-            weights = StratumWeights.of(strata, ok, not_sampled | skipped_budget)
-        return cls(
-            ok=ok,
-            invalid=(status == "invalid").to_numpy(dtype=bool),
-            error=(status == "error").to_numpy(dtype=bool),
-            not_sampled=not_sampled,
-            skipped_budget=skipped_budget,
-            numbers={
-                name: pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
-                for name in NUMERIC_COLUMNS
-                if name in frame
-            },
-            weights=weights,
-        )
+    def of(cls, frame: pd.DataFrame) -> DayArrays:
+        """From a day's frame; a sampled day is weighted by its `stratum` column."""
+        numbers = {
+            name: pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
+            for name in NUMERIC_COLUMNS
+            if name in frame
+        }
+
+        def strata() -> np.ndarray:
+            if "stratum" in frame:
+                return pd.factorize(frame["stratum"])[0]
+            return np.zeros(len(frame), dtype=np.int64)
+
+        return cls.of_status(status_classes(frame["status"]), numbers, strata)
 
     @classmethod
-    def of_codes(
+    def of_status(
         cls,
-        status: CodedTexts,
-        numbers: Mapping[str, CodedNumbers],
-        strata: np.ndarray,
+        status: np.ndarray,
+        numbers: Mapping[str, np.ndarray | CodedNumbers],
+        strata: Callable[[], np.ndarray],
     ) -> DayArrays:
-        """The same arrays from `SliceAccumulator`'s codes, without building a frame: the
-        status masks come from the status codes and the numbers stay coded."""
-        codes = status.codes()
-
-        def mask(value: str) -> np.ndarray:
-            code = status.code_of(value)
-            return codes == code if code is not None else np.zeros(len(codes), dtype=bool)
-
-        ok, not_sampled, skipped_budget = mask("ok"), mask(NOT_SAMPLED), mask(SKIPPED_BUDGET)
-        weights = None
-        if not_sampled.any() or skipped_budget.any():
-            weights = StratumWeights.of(strata, ok, not_sampled | skipped_budget)
-        return cls(
-            ok=ok,
-            invalid=mask("invalid"),
-            error=mask("error"),
-            not_sampled=not_sampled,
-            skipped_budget=skipped_budget,
-            numbers=dict(numbers),
-            weights=weights,
-        )
+        """`status`: `status_classes` of the day; `strata()`: one integer code per event
+        (-1 when unknown), asked for only on a sampled day."""
+        ok = status == _OK
+        unjudged = np.isin(status, _UNJUDGED)
+        weights = StratumWeights.of(strata(), ok, unjudged) if unjudged.any() else None
+        return cls(status=status, ok=ok, numbers=numbers, weights=weights)
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -151,10 +143,9 @@ def weighted_std(values: np.ndarray, weights: np.ndarray, mean: float) -> float:
 
 
 def _sampled_statistics(
-    day: DayArrays, weights: StratumWeights, bloat_line: float, rows: np.ndarray
+    day: DayArrays, weights: StratumWeights, bloat_line: float, judged: np.ndarray
 ) -> dict[str, float | int]:
-    """The statistics of a sampled day's slice: ratio estimates over its judged events."""
-    judged = rows[day.ok[rows]]
+    """The statistics of a sampled day's slice: ratio estimates over its `judged` events."""
     row: dict[str, float | int] = {}
 
     def column(name: str) -> np.ndarray:
@@ -169,86 +160,105 @@ def _sampled_statistics(
         row[f"se_{metric}"] = error
         row[f"std_{metric}"] = weighted_std(values[defined], weights.weights(judged[defined]), mean)
         row[f"count_{metric}"] = int(defined.sum())
-    for share, metric, line in (
-        ("share_recall_below_1", "recall", 1.0),
-        ("share_precision_below_bloat", "precision", bloat_line),
-    ):
-        values = column(metric)
-        below = np.where(np.isnan(values), np.nan, (values < line).astype(float))
-        row[share], row[f"se_{share}"] = weights.estimate(below, judged)
-    for name, metric in (("p10_recall", "recall"), ("p10_precision", "precision")):
-        values = column(metric)
-        defined = ~np.isnan(values)
-        row[name] = (
-            weighted_quantile(values[defined], weights.weights(judged[defined]), 0.1)
-            if defined.any()
-            else np.nan
-        )
+        if metric == "recall":
+            below = np.where(defined, (values < 1.0).astype(float), np.nan)
+            row["share_recall_below_1"], row["se_share_recall_below_1"] = weights.estimate(
+                below, judged
+            )
+        elif metric == "precision":
+            below = np.where(defined, (values < bloat_line).astype(float), np.nan)
+            share, error = weights.estimate(below, judged)
+            row["share_precision_below_bloat"], row["se_share_precision_below_bloat"] = (
+                share,
+                error,
+            )
+        if metric in ("recall", "precision"):
+            row[f"p10_{metric}"] = (
+                weighted_quantile(values[defined], weights.weights(judged[defined]), 0.1)
+                if defined.any()
+                else np.nan
+            )
     row["mean_k"] = weights.estimate(column("k"), judged)[0]
     return row
+
+
+def _status_counts(day: DayArrays, rows: np.ndarray | None) -> dict[str, float | int]:
+    status = day.status if rows is None else day.status[rows]
+    counts = np.bincount(status, minlength=len(STATUS_CLASSES) + 1)
+    return {
+        "events": len(status),
+        "evaluated": int(counts[_OK]),
+        "invalid": int(counts[STATUS_CLASS["invalid"]]),
+        "errors": int(counts[STATUS_CLASS["error"]]),
+        NOT_SAMPLED: int(counts[STATUS_CLASS[NOT_SAMPLED]]),
+        SKIPPED_BUDGET: int(counts[STATUS_CLASS[SKIPPED_BUDGET]]),
+    }
+
+
+def _defined_values(day: DayArrays, name: str, judged: np.ndarray) -> np.ndarray:
+    """The defined values of column `name` over the `judged` events (a mask or positions),
+    in event order, as a float64 array of their own (empty when the column is absent)."""
+    column = day.numbers.get(name)
+    if column is None:
+        return np.empty(0)
+    values = column[judged]
+    undefined = np.isnan(values)
+    return values[~undefined] if undefined.any() else values
 
 
 def slice_statistics(
     day: DayArrays, bloat_line: float, rows: np.ndarray | None = None
 ) -> dict[str, float | int]:
-    """The aggregates of the day, or of its `rows` (positions) only: only the values a
-    statistic needs are gathered, one column at a time."""
-    ok = day.ok if rows is None else day.ok[rows]
-    row: dict[str, float | int] = {
-        "events": len(ok),
-        "evaluated": int(ok.sum()),
-        "invalid": int((day.invalid if rows is None else day.invalid[rows]).sum()),
-        "errors": int((day.error if rows is None else day.error[rows]).sum()),
-        "not_sampled": int((day.not_sampled if rows is None else day.not_sampled[rows]).sum()),
-        "skipped_budget": int(
-            (day.skipped_budget if rows is None else day.skipped_budget[rows]).sum()
-        ),
-    }
+    """The aggregates of the day, or of its `rows` (ascending positions) only.
+
+    Memory stays a few arrays of the slice's size: each metric's defined values are
+    gathered, summarised and dropped before the next (every figure is the same numpy
+    reduction over the same values in the same order as over a frame of the slice).
+    """
+    row = _status_counts(day, rows)
+    # The judged events: the ok mask for the whole day, else the slice's ok positions.
+    judged = day.ok if rows is None else rows[day.ok[rows]]
     if day.weights is not None:
-        positions = np.arange(len(day.ok)) if rows is None else rows
+        positions = np.flatnonzero(judged) if rows is None else judged
         row.update(_sampled_statistics(day, day.weights, bloat_line, positions))
         _add_sums(day, row, rows)
         return row
 
-    def column(name: str) -> np.ndarray | None:
-        values = day.numbers.get(name)
-        return values if values is None or rows is None else values[rows]
-
-    def defined(name: str) -> np.ndarray:
-        values = column(name)
-        if values is None:
-            return np.empty(0)
-        values = values[ok]
-        return values[~np.isnan(values)]
-
     # Every event judged: plain means, and no sampling error.
     for metric in METRICS:
-        values = defined(metric)
-        row[f"mean_{metric}"] = float(values.mean()) if len(values) else np.nan
-        row[f"std_{metric}"] = float(values.std(ddof=1)) if len(values) > 1 else np.nan
-        row[f"count_{metric}"] = len(values)
-        row[f"se_{metric}"] = 0.0 if len(values) else np.nan
-    recall = defined("recall")
-    precision = defined("precision")
-    row["share_recall_below_1"] = float((recall < 1.0).mean()) if len(recall) else np.nan
-    row["share_precision_below_bloat"] = (
-        float((precision < bloat_line).mean()) if len(precision) else np.nan
-    )
-    row["se_share_recall_below_1"] = 0.0 if len(recall) else np.nan
-    row["se_share_precision_below_bloat"] = 0.0 if len(precision) else np.nan
-    row["p10_recall"] = float(np.quantile(recall, 0.1)) if len(recall) else np.nan
-    row["p10_precision"] = float(np.quantile(precision, 0.1)) if len(precision) else np.nan
-    k = defined("k")
+        values = _defined_values(day, metric, judged)
+        count = len(values)
+        row[f"mean_{metric}"] = float(values.mean()) if count else np.nan
+        row[f"std_{metric}"] = float(values.std(ddof=1)) if count > 1 else np.nan
+        row[f"count_{metric}"] = count
+        row[f"se_{metric}"] = 0.0 if count else np.nan
+        share = {"recall": "share_recall_below_1", "precision": "share_precision_below_bloat"}
+        if metric in share:
+            line = 1.0 if metric == "recall" else bloat_line
+            row[share[metric]] = float((values < line).mean()) if count else np.nan
+            row[f"se_{share[metric]}"] = 0.0 if count else np.nan
+            # Last use of the values: the quantile may reorder them in place.
+            row[f"p10_{metric}"] = (
+                float(np.quantile(values, 0.1, overwrite_input=True)) if count else np.nan
+            )
+        del values
+    k = _defined_values(day, "k", judged)
     row["mean_k"] = float(k.mean()) if len(k) else np.nan
+    del k
     _add_sums(day, row, rows)
     return row
 
 
 def _add_sums(day: DayArrays, row: dict[str, float | int], rows: np.ndarray | None) -> None:
-    """What the day's materialization spent on the slice (every event, never weighted)."""
+    """What the day's materialization spent on the slice (every event, never weighted):
+    the sum with NULL as 0 (`np.nansum`), on one array of the slice's values."""
+    everyone = np.ones(len(day.status), dtype=bool) if rows is None else rows
     for name in ("prompt_tokens", "completion_tokens", "cost_usd"):
-        values = day.numbers.get(name)
-        if values is not None and rows is not None:
-            values = values[rows]
-        total = float(np.nansum(values)) if values is not None else 0.0
+        column = day.numbers.get(name)
+        total = 0.0
+        if column is not None:
+            values = column[everyone]  # always a copy, so NULL can become 0 in place
+            values[np.isnan(values)] = 0.0
+            total = float(values.sum())
+            del values
         row[name] = total if name == "cost_usd" else int(total)

@@ -23,9 +23,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from seer_metrics.coded_columns import CodedNumbers, CodedTexts
+from seer_metrics.coded_columns import CodedNumbers, CodedTexts, GrowingArray
 from seer_metrics.sampling import stratum_label
 from seer_metrics.slice_groups import (
     ALL_SLICE,
@@ -47,6 +48,7 @@ from seer_metrics.slice_statistics import (
     SKIPPED_BUDGET,
     DayArrays,
     slice_statistics,
+    status_classes,
 )
 
 DEFAULT_SLICE_KEYS = ("env", "feature_flag")
@@ -182,15 +184,16 @@ class SliceAccumulator:
 
     The p10 quantiles need every value of the day, so the day cannot be reduced chunk by
     chunk without approximating; instead only what the aggregates read is kept per event,
-    losslessly and small: the metrics, K, tokens and cost as two-byte codes into each
-    column's distinct values (`CodedNumbers`; float64 for a column with more distinct
-    values than that), the status and each slice key's value as int32 codes, so about 30
-    bytes an event with two keys (a sampled day's `stratum` is one more code), never the
-    rows or their metadata objects. `result` aggregates straight from these codes (no
-    frame is built); pair slices are formed from the keys' codes then, with a few
-    transient arrays for one key pair at a time. Distinct values are kept once each (the
-    code tables). `result` returns exactly what `slice_metrics` returns for the
-    concatenated chunks.
+    losslessly and small: the metrics, K, tokens and cost as codes into each column's
+    distinct values (`CodedNumbers`: one byte while a column has at most 256 of them), the
+    status as one byte and the stratum and each slice key's value as codes (`CodedTexts`:
+    one byte while at most 128 values), each column in one growing buffer: about 12 bytes
+    an event with two keys (14 MB for a day of a million events), never the rows or their
+    metadata objects. `result` aggregates straight from these codes (no frame is built),
+    one slice and one column at a time, so its transient arrays are a few of one slice's
+    size; pair slices are formed from the keys' codes then, one key pair at a time.
+    Distinct values are kept once each (the code tables). `result` returns exactly what
+    `slice_metrics` returns for the concatenated chunks.
     """
 
     def __init__(
@@ -204,7 +207,7 @@ class SliceAccumulator:
         self.pair_bounds = pair_bounds or PairSliceBounds()
         self.events = 0
         self._numbers: dict[str, CodedNumbers] = {}
-        self._status = CodedTexts()
+        self._status = GrowingArray(np.uint8)  # `status_classes` of every event
         self._strata = CodedTexts()
         self._values = {key: CodedTexts() for key in self.slice_keys}
 
@@ -215,13 +218,15 @@ class SliceAccumulator:
             return
         for column in NUMERIC_COLUMNS:
             if column in scores:
-                values = pd.to_numeric(scores[column], errors="coerce").to_numpy(dtype=float)
-                self._numbers.setdefault(column, CodedNumbers()).add(values)
-        self._status.add(scores["status"])
-        self._strata.add(scores["stratum"] if "stratum" in scores else [None] * len(scores))
-        metadata = [_parsed_metadata(meta) for meta in scores["metadata"]]
+                self._numbers.setdefault(column, CodedNumbers()).add(_numbers(scores[column]))
+        # Lists, not the Series: iterating a pandas string column is several times slower.
+        self._status.append(status_classes(scores["status"].tolist()))
+        self._strata.add(
+            scores["stratum"].tolist() if "stratum" in scores else [None] * len(scores)
+        )
+        metadata = [_parsed_metadata(meta) for meta in scores["metadata"].tolist()]
         for key, codes in self._values.items():
-            codes.add(metadata_value(meta, key) for meta in metadata)
+            codes.add(_key_values(metadata, key))
         self.events += len(scores)
 
     def result(self, day: Any) -> pd.DataFrame:
@@ -229,12 +234,34 @@ class SliceAccumulator:
         if not self.events:
             return pd.DataFrame([], columns=list(SLICE_COLUMNS))
         numbers = {name: column.join() for name, column in self._numbers.items()}
-        arrays = DayArrays.of_codes(self._status, numbers, self._strata.codes())
+        arrays = DayArrays.of_status(self._status.values(), numbers, self._strata.codes)
         groups = [codes.key_groups(key) for key, codes in self._values.items()]
         return pd.DataFrame(
             _day_rows(day, arrays, groups, self.bloat_line, self.pair_bounds),
             columns=list(SLICE_COLUMNS),
         )
+
+
+def _numbers(column: pd.Series) -> np.ndarray:
+    """A column as float64, anything that is not a number as NaN (`pd.to_numeric`); a
+    column numpy already holds as numbers is only converted."""
+    if isinstance(column.dtype, np.dtype) and column.dtype.kind in "fiu":
+        return column.to_numpy(dtype=float)
+    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+
+
+def _key_values(metadata: list[Any], key: str) -> list[str | None]:
+    """`metadata_value` of each parsed metadata for `key`; a dict holding text (nearly
+    every event) is read directly, the rest goes through `metadata_value`."""
+    values: list[str | None] = []
+    for meta in metadata:
+        if type(meta) is dict:
+            value = meta.get(key)
+            if type(value) is str:
+                values.append(value)
+                continue
+        values.append(metadata_value(meta, key))
+    return values
 
 
 def _parsed_metadata(metadata: Any) -> Any:

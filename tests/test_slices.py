@@ -164,6 +164,81 @@ def test_accumulator_keeps_columns_with_more_distinct_values_than_its_codes_exac
     pd.testing.assert_frame_equal(accumulator.result(day), expected, check_exact=True)
 
 
+def test_accumulator_codes_widen_mid_day_and_stay_exact() -> None:
+    """Codes start at one byte and widen as a column's distinct values grow, after many
+    chunks were stored narrow: numbers to two bytes and then to plain float64, a key's
+    values past 128 to two bytes; the rows stay exactly those of the whole day."""
+    day = date(2026, 11, 1)
+    events = 70_000
+    index = range(events)
+    scores = pd.DataFrame(
+        {
+            "status": ["ok" if i % 50 else ("invalid", "error", None, "odd")[i % 4] for i in index],
+            # 200 distinct values for 4 chunks, then past 256 and near the end past 65,536
+            "precision": [round(i % 200 / 200, 3) if i < 4_000 else i / 100_000 for i in index],
+            "recall": [(0.0, 0.5, 1.0, None)[i % 4] for i in index],
+            "f1": [None] * events,
+            "ndcg": [i // 100 % 300 / 300 for i in index],  # past 256 values in chunk 26
+            "k": [i % 4 for i in index],
+            "metadata": [{"env": ("prod", "dev")[i % 2], "tenant": f"t{i // 200}"} for i in index],
+            "completion_tokens": [i % 7 for i in index],
+        }
+    )
+    bounds = PairSliceBounds(minimum_events=100, max_slices=20)
+    expected = slice_metrics(scores.assign(partition_date=day), ["tenant", "env"], 0.4, bounds)
+    assert len(expected) == 1 + 350 + 2 + 20
+    accumulator = SliceAccumulator(["tenant", "env"], bloat_line=0.4, pair_bounds=bounds)
+    for start in range(0, events, 1_000):
+        accumulator.add(scores.iloc[start : start + 1_000])
+    pd.testing.assert_frame_equal(accumulator.result(day), expected, check_exact=True)
+
+
+class _Text(str):
+    """A str subclass: read through `metadata_value`, not the plain-text fast path."""
+
+
+def test_accumulator_reads_every_kind_of_metadata_value_like_slice_metrics() -> None:
+    day = date(2026, 11, 1)
+    metadata = [
+        {"env": "prod"},
+        {"env": "pr\x00od"},
+        {"env": "\ud800"},
+        {"env": "prød ✓"},
+        {"env": _Text("prod")},
+        {"env": True},
+        {"env": False},
+        {"env": 3},
+        {"env": 2.5},
+        {"env": float("nan")},
+        {"env": None},
+        {"env": {"nested": 1}},
+        {"env": ["prod"]},
+        '{"env": "dev"}',
+        '{"env": {"a": 1}}',
+        "not json",
+        "",
+        None,
+        {},
+        pd.Series({"env": "mapping"}).to_dict(),
+    ]
+    scores = pd.DataFrame(
+        {
+            "status": ["ok"] * len(metadata),
+            "recall": [1.0] * len(metadata),
+            "precision": [0.5] * len(metadata),
+            "f1": [0.5] * len(metadata),
+            "ndcg": [None] * len(metadata),
+            "k": [1] * len(metadata),
+            "metadata": metadata,
+        }
+    )
+    expected = slice_metrics(scores.assign(partition_date=day), ["env"], 0.4)
+    accumulator = SliceAccumulator(["env"], bloat_line=0.4)
+    for start in range(0, len(scores), 3):
+        accumulator.add(scores.iloc[start : start + 3])
+    pd.testing.assert_frame_equal(accumulator.result(day), expected, check_exact=True)
+
+
 def test_accumulator_without_events_has_no_rows() -> None:
     table = SliceAccumulator().result(date(2026, 11, 1))
     assert table.empty and list(table.columns) == list(SLICE_COLUMNS)

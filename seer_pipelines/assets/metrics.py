@@ -336,6 +336,7 @@ def build_slice_metrics(
 def slice_metrics_asset(
     context: AssetExecutionContext, config: SliceMetricsConfig, warehouse: WarehouseResource
 ) -> MaterializeResult:
+    freeze_loaded_objects()
     day = partition_day(context.partition_key)
     keys = config.resolved_slice_keys()
     frame, written = build_slice_metrics(
