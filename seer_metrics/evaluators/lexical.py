@@ -32,6 +32,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from seer_metrics.cache import normalise_text
 from seer_metrics.evaluators.base import EvaluationOutcome
@@ -94,7 +95,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^a-z\s])|\n+")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 # In a query, a hyphenated word ("sign-on", "state-of-the-art") is one token: never a cut.
 _QUERY_WORD = re.compile(r"[^\W_]+(?:['’‐‑-][^\W_]+)*")
-_HYPHENS = re.compile(r"[‐‑-]")
 _QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|'[^']{2,}'(?!\w)")
 
 
@@ -157,13 +157,17 @@ def stem(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """Lower-case, accent-folded words; a possessive `'s` is dropped."""
-    found = []
-    for match in _WORD.finditer(fold_accents(text).casefold()):
-        word = match.group(0).replace("’", "'")
+    folded = fold_accents(text).casefold()
+    found = _WORD.findall(folded)
+    if "'" not in folded and "’" not in folded:
+        return found  # no apostrophe: every match is a word as it stands
+    split = []
+    for word in found:
+        word = word.replace("’", "'")
         if word.endswith("'s"):
             word = word[:-2]
-        found.extend(part for part in word.split("'") if part)
-    return found
+        split.extend(part for part in word.split("'") if part)
+    return split
 
 
 def is_content_word(word: str) -> bool:
@@ -172,7 +176,14 @@ def is_content_word(word: str) -> bool:
 
 def content_terms(text: str) -> list[str]:
     """Stemmed content terms of a text, in order, with repeats."""
-    return [stem(word) for word in words(text) if is_content_word(word)]
+    return [
+        stem(word)
+        for word in words(text)
+        if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
+    ]
+
+
+_NO_TERMS: frozenset[str] = frozenset()  # shared: an empty frozenset takes 216 bytes
 
 
 @dataclass(frozen=True)
@@ -185,23 +196,33 @@ class RequirementPattern:
     weak_terms: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True)
-class _Token:
+class _Token(NamedTuple):
     word: str
     start: int
     end: int
     quoted: bool
+    content: bool  # is_content_word(word), asked again and again while splitting
+
+
+# Every hyphen a query word may hold ("‐", "‑", "-") becomes "-".
+_HYPHEN_TABLE = str.maketrans({"‐": "-", "‑": "-"})
 
 
 def _tokens(query: str) -> list[_Token]:
-    quoted_spans = [(m.start(), m.end()) for m in _QUOTED.finditer(query)]
+    quoted_spans = [match.span() for match in _QUOTED.finditer(query)]
     tokens = []
     for match in _QUERY_WORD.finditer(query):
-        quoted = any(start <= match.start() < end for start, end in quoted_spans)
-        word = _HYPHENS.sub("-", fold_accents(match.group(0)).replace("’", "'"))
+        start, end = match.span()
+        quoted = bool(quoted_spans) and any(
+            span_start <= start < span_end for span_start, span_end in quoted_spans
+        )
+        word = match.group()
+        if not word.isascii():  # accents, "’" and the other hyphens are not ASCII
+            word = fold_accents(word).replace("’", "'").translate(_HYPHEN_TABLE)
         if word.endswith("'s"):
             word = word[:-2]
-        tokens.append(_Token(word, match.start(), match.end(), quoted))
+        content = word not in STOPWORDS and (len(word) > 1 or word.isdigit())
+        tokens.append(_Token(word, start, end, quoted, content))
     return tokens
 
 
@@ -213,9 +234,9 @@ def _is_split_point(tokens: Sequence[_Token], index: int) -> bool:
         # "... and when was it published": the conjunction has already opened the clause
         return tokens[index - 1].word not in CONJUNCTIONS
     if token.word in CONJUNCTIONS:
-        before, after = tokens[index - 1].word, tokens[index + 1].word
-        after_ok = is_content_word(after) or after in WH_WORDS
-        return is_content_word(before) and after_ok
+        after = tokens[index + 1]
+        after_ok = after.content or after.word in WH_WORDS
+        return tokens[index - 1].content and after_ok
     return False
 
 
@@ -224,7 +245,7 @@ def _split_long(tokens: Sequence[_Token], segment: list[int], max_terms: int) ->
 
     Each piece keeps at least two content words, so "the island of Oahu" stays whole.
     """
-    content = [is_content_word(tokens[i].word) for i in segment]
+    content = [tokens[i].content for i in segment]
     if sum(content) <= max_terms:
         return [segment]
     pieces: list[list[int]] = [[]]
@@ -294,8 +315,10 @@ def _attach_names(tokens: Sequence[_Token], pieces: list[list[int]]) -> list[lis
 
 def _segments(tokens: Sequence[_Token], max_terms: int) -> list[list[int]]:
     segments: list[list[int]] = [[]]
-    for index in range(len(tokens)):
-        if _is_split_point(tokens, index) and segments[-1]:
+    for index, token in enumerate(tokens):
+        # only a relative marker or a conjunction may be a split point
+        may_split = token.word in RELATIVE_MARKERS or token.word in CONJUNCTIONS
+        if may_split and _is_split_point(tokens, index) and segments[-1]:
             # "the county in which ...": the preposition belongs to the relative clause
             moved = (
                 [segments[-1].pop()]
@@ -310,10 +333,8 @@ def _segments(tokens: Sequence[_Token], max_terms: int) -> list[list[int]]:
     # A segment without content words (e.g. "who is it") joins its neighbour.
     merged: list[list[int]] = []
     for segment in segments:
-        has_content = any(is_content_word(tokens[i].word) for i in segment)
-        previous_has_content = bool(merged) and any(
-            is_content_word(tokens[i].word) for i in merged[-1]
-        )
+        has_content = any(tokens[i].content for i in segment)
+        previous_has_content = bool(merged) and any(tokens[i].content for i in merged[-1])
         if merged and (not has_content or not previous_has_content):
             merged[-1].extend(segment)
         else:
@@ -386,22 +407,22 @@ def _extract_requirements_cached(
             # a function of the query and the clause can still be looked for.
             seen_here = list(dict.fromkeys(stem(w) for w in _segment_words(tokens, segment)))
         owned.update(seen_here)
-        content_words = [tokens[i].word for i in segment if is_content_word(tokens[i].word)]
+        content_words = [tokens[i].word for i in segment if tokens[i].content]
         previous_head = content_words[-1] if content_words else previous_head
         requirements.append(
             RequirementPattern(
                 id=f"r{len(requirements) + 1}",
                 text=text,
                 terms=tuple(seen_here),
-                weak_terms=frozenset(weak),
+                weak_terms=frozenset(weak) if weak else _NO_TERMS,
             )
         )
     return tuple(requirements)
 
 
-@dataclass(frozen=True)
-class _PassageTerms:
-    id: str
+class _PassageTerms(NamedTuple):
+    """A passage's terms: a function of its text, so one is kept per distinct text."""
+
     title_terms: frozenset[str]
     terms: frozenset[str]
     # title terms plus one sentence's terms, for each sentence: a fact is usually stated
@@ -417,14 +438,8 @@ def split_title(text: str) -> tuple[str, str]:
     return title.strip(), body
 
 
-def _passage_terms(item_id: str, text: str) -> _PassageTerms:
-    return _PassageTerms(item_id, *_text_terms(text))
-
-
 @lru_cache(maxsize=4096)
-def _text_terms(
-    text: str,
-) -> tuple[frozenset[str], frozenset[str], tuple[frozenset[str], ...]]:
+def _text_terms(text: str) -> _PassageTerms:
     """A passage's title terms, all terms and per-sentence terms: a function of its text,
     kept for the passages retrieved again and again (popular documents)."""
     title, body = split_title(text)
@@ -434,7 +449,7 @@ def _text_terms(
         for sentence in _SENTENCE_END.split(body)
         if sentence.strip()
     ) or (title_terms,)
-    return title_terms, title_terms.union(*sentences), sentences
+    return _PassageTerms(title_terms, title_terms.union(*sentences), sentences)
 
 
 _DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")
@@ -450,17 +465,53 @@ def title_key(title: str) -> str:
     return _DISAMBIGUATION.sub("", title).strip()
 
 
-def named_entities(text: str, exclude: frozenset[str] | set[str]) -> set[tuple[str, ...]]:
-    """Capitalised multi-word names in `text` (as stemmed terms) not wholly made of `exclude`."""
-    found = set()
+def _name_candidates(text: str) -> list[tuple[str, ...]]:
+    """Capitalised multi-word names in `text`, as stemmed terms, before any exclusion."""
+    found = []
     for match in _NAMED_ENTITY.finditer(fold_accents(text)):
         terms = tuple(content_terms(match.group(0)))
-        if len(terms) >= MIN_LINK_ENTITY_TERMS and not set(terms) <= exclude:
-            found.add(terms)
+        if len(terms) >= MIN_LINK_ENTITY_TERMS:
+            found.append(terms)
     return found
 
 
-def ground_passages(query_terms: set[str], texts: Sequence[str]) -> dict[int, int]:
+def named_entities(text: str, exclude: frozenset[str] | set[str]) -> set[tuple[str, ...]]:
+    """Capitalised multi-word names in `text` (as stemmed terms) not wholly made of `exclude`."""
+    return {terms for terms in _name_candidates(text) if not set(terms) <= exclude}
+
+
+@lru_cache(maxsize=4096)
+def _title_facts(text: str) -> tuple[str, frozenset[str]]:
+    """A passage's title key and its content terms: whether a query names it."""
+    title, _ = split_title(text)
+    key = title_key(title)
+    return key, frozenset(content_terms(key))
+
+
+class _BridgeFacts(NamedTuple):
+    """What linking needs of a passage, kept per distinct text."""
+
+    folded_body: str
+    # finds this passage's title in another passage's folded body (None: no title terms)
+    title_pattern: re.Pattern[str] | None
+    # its multi-word names, as stemmed terms and as a set (to exclude the query's)
+    names: tuple[tuple[tuple[str, ...], frozenset[str]], ...]
+
+
+@lru_cache(maxsize=4096)
+def _bridge_facts(text: str) -> _BridgeFacts:
+    _, body = split_title(text)
+    key, key_terms = _title_facts(text)
+    pattern = (
+        re.compile(r"(?<!\w)" + re.escape(fold_accents(key).casefold()) + r"(?!\w)")
+        if key_terms
+        else None
+    )
+    names = tuple((terms, frozenset(terms)) for terms in _name_candidates(body))
+    return _BridgeFacts(fold_accents(body).casefold(), pattern, names)
+
+
+def ground_passages(query_terms: set[str] | frozenset[str], texts: Sequence[str]) -> dict[int, int]:
     """Which context passages are tied to the query's entities, and by how many hops.
 
     Depth 1 (anchored): every content term of the passage's title (disambiguation dropped)
@@ -470,31 +521,29 @@ def ground_passages(query_terms: set[str], texts: Sequence[str]) -> dict[int, in
     reaches an entity the question only describes. Passages without a title are never
     grounded. Returns {context position: depth}.
     """
-    parts = [split_title(text) for text in texts]
-    keys = [title_key(title) for title, _ in parts]
+    titles = [_title_facts(text) for text in texts]
     depth: dict[int, int] = {}
-    for index, key in enumerate(keys):
-        terms = set(content_terms(key))
-        if terms and terms <= query_terms:
+    for index, (_, key_terms) in enumerate(titles):
+        if key_terms and key_terms <= query_terms:
             depth[index] = 1
     if not depth:
         return depth
-    bodies = [fold_accents(body).casefold() for _, body in parts]
-    patterns = [
-        re.compile(r"(?<!\w)" + re.escape(fold_accents(key).casefold()) + r"(?!\w)")
-        if content_terms(key)
-        else None
-        for key in keys
+    facts = [_bridge_facts(text) for text in texts]
+    entities = [
+        {terms for terms, term_set in passage.names if not term_set <= query_terms}
+        for passage in facts
     ]
-    entities = [named_entities(body, query_terms) for _, body in parts]
     changed = True
     while changed:
         changed = False
-        for index, pattern in enumerate(patterns):
-            if index in depth or not keys[index]:
+        for index, passage in enumerate(facts):
+            if index in depth or not titles[index][0]:
                 continue
+            pattern = passage.title_pattern
             for source in sorted(depth):
-                titled = pattern is not None and pattern.search(bodies[source]) is not None
+                titled = (
+                    pattern is not None and pattern.search(facts[source].folded_body) is not None
+                )
                 if titled or entities[index] & entities[source]:
                     depth[index] = depth[source] + 1
                     changed = True
@@ -505,6 +554,63 @@ def ground_passages(query_terms: set[str], texts: Sequence[str]) -> dict[int, in
 def context_idf(term: str, document_frequency: int, documents: int) -> float:
     """BM25's IDF within the event's context; a term no passage has weighs the most."""
     return math.log(1.0 + (documents - document_frequency + 0.5) / (document_frequency + 0.5))
+
+
+# Which of a requirement's terms a passage has, in all and in each sentence (with the
+# title), as bit masks (bit i: the requirement's term i): all its shares depend on.
+_Profile = tuple[int, tuple[int, ...]]
+# (each passage's share, positions of the supporting passages when none is grounded)
+_Outcome = tuple[tuple[float, ...], tuple[int, ...]]
+# What an evaluator keeps before it starts over (memory bounds, about 10 MB each): queries
+# (about 1 kB each), and passage profiles, outcomes and judgments (about 300 bytes each).
+_QUERIES_KEPT = 8192
+_ENTRIES_KEPT = 32768
+
+
+class _RequirementFacts:
+    """A requirement's terms, its profile of each passage text and its outcome for each
+    context's profiles: kept per requirement, which many queries and contexts share."""
+
+    __slots__ = ("outcomes", "profiles", "terms", "weak_terms")
+
+    def __init__(self, terms: tuple[str, ...], weak_terms: frozenset[str]) -> None:
+        self.terms = terms
+        self.weak_terms = weak_terms
+        self.profiles: dict[str, _Profile] = {}
+        self.outcomes: dict[tuple[_Profile, ...], _Outcome] = {}
+
+
+class _QueryFacts:
+    """What judging needs of a query, computed once per query as logged."""
+
+    __slots__ = ("judgments", "requirement_facts", "requirements", "terms")
+
+    def __init__(
+        self,
+        requirements: tuple[RequirementPattern, ...],
+        requirement_facts: tuple[_RequirementFacts, ...],
+    ) -> None:
+        self.requirements = requirements
+        self.requirement_facts = requirement_facts
+        # the query's content terms (which passage titles it names), once a context has titles
+        self.terms: frozenset[str] | None = None
+        # each requirement's supporting passage ids -> the judgment (immutable, so shared)
+        self.judgments: dict[tuple[tuple[str, ...], ...], Judgment] = {}
+
+
+def _term_profile(terms: tuple[str, ...], passage: _PassageTerms) -> _Profile:
+    present = 0
+    for bit, term in enumerate(terms):
+        if term in passage.terms:
+            present |= 1 << bit
+    if not present or len(passage.sentence_terms) == 1:
+        return present, (present,)  # the one unit is all its terms; or no sentence has any
+    # Sentences with the same terms are listed once: the best sentence stays the same.
+    units = dict.fromkeys(
+        sum(1 << bit for bit, term in enumerate(terms) if term in unit)
+        for unit in passage.sentence_terms
+    )
+    return present, tuple(units)
 
 
 def _tuning_suffix(tuning: dict[str, object]) -> str:
@@ -585,72 +691,157 @@ class LexicalEvaluator:
         self.max_clause_terms = max_clause_terms
         self.idf_floor = idf_floor
         self.grounding = grounding
+        self._queries: dict[str, _QueryFacts] = {}
+        self._requirement_facts: dict[
+            tuple[tuple[str, ...], frozenset[str]], _RequirementFacts
+        ] = {}
+        self._entries = 0
 
     def requirements(self, query: str) -> tuple[RequirementPattern, ...]:
         return extract_requirements(query, max_clause_terms=self.max_clause_terms)
 
-    def _coverage(
-        self, pattern: RequirementPattern, passages: Sequence[_PassageTerms]
-    ) -> list[float]:
+    def _keep(self) -> None:
+        """Count one more profile or outcome kept; at `_ENTRIES_KEPT`, start over."""
+        if self._entries >= _ENTRIES_KEPT:
+            self._forget()
+        self._entries += 1
+
+    def _forget(self) -> None:
+        """Drop every query, profile and outcome kept (they are all recomputed at need)."""
+        self._queries.clear()
+        self._requirement_facts.clear()
+        self._entries = 0
+
+    def _query(self, query: str) -> _QueryFacts:
+        """The query's facts, kept per query as logged: the stream repeats its questions."""
+        if not isinstance(query, str):
+            self.requirements(query)  # fails as it always did: a query must be text
+        facts = self._queries.get(query)
+        if facts is None:
+            if len(self._queries) >= _QUERIES_KEPT:
+                self._forget()
+            patterns = self.requirements(query)
+            requirement_facts = []
+            for pattern in patterns:
+                key = (pattern.terms, pattern.weak_terms)
+                kept = self._requirement_facts.get(key)
+                if kept is None:
+                    kept = self._requirement_facts[key] = _RequirementFacts(*key)
+                requirement_facts.append(kept)
+            facts = _QueryFacts(patterns, tuple(requirement_facts))
+            self._queries[query] = facts
+        return facts
+
+    def _profile(self, requirement: _RequirementFacts, text: str) -> _Profile:
+        """Which of the requirement's terms the passage has (`_term_profile`), kept."""
+        profile = _term_profile(requirement.terms, _text_terms(text))
+        self._keep()
+        requirement.profiles[text] = profile
+        return profile
+
+    def _outcome(self, requirement: _RequirementFacts, profiles: tuple[_Profile, ...]) -> _Outcome:
+        """A requirement's shares of each passage and, if no passage is grounded, the
+        positions of the passages that support it: a function of the passages' profiles,
+        kept per requirement and profiles (contexts differ, their profiles seldom do)."""
+        shares = self._shares(requirement.terms, requirement.weak_terms, profiles)
+        outcome = (shares, self._supporting(shares, self.support_threshold))
+        self._keep()
+        requirement.outcomes[profiles] = outcome
+        return outcome
+
+    def _shares(
+        self, terms: tuple[str, ...], weak_terms: frozenset[str], profiles: tuple[_Profile, ...]
+    ) -> tuple[float, ...]:
         """Each passage's weighted share of the requirement's terms (best sentence + title)."""
-        documents = len(passages)
-        weights = {}
-        for term in pattern.terms:
-            frequency = sum(1 for passage in passages if term in passage.terms)
+        documents = len(profiles)
+        weights = []  # in the requirement's order, so every sum adds in the same order
+        for bit, term in enumerate(terms):
+            frequency = sum(1 for present, _ in profiles if present >> bit & 1)
             weight = context_idf(term, frequency, documents) + self.idf_floor
-            if term in pattern.weak_terms:
+            if term in weak_terms:
                 weight *= self.weak_term_weight
-            weights[term] = weight
-        total = sum(weights.values())
-        coverage = []
-        for passage in passages:
-            units = passage.sentence_terms if self.sentence_level else (passage.terms,)
-            found = max(sum(w for term, w in weights.items() if term in unit) for unit in units)
-            coverage.append(found / total if total > 0 else 0.0)
-        return coverage
+            weights.append(weight)
+        total = sum(weights)
+        shares = []
+        for present, units in profiles:
+            found = max(
+                sum(weight for bit, weight in enumerate(weights) if unit >> bit & 1)
+                for unit in (units if self.sentence_level else (present,))
+            )
+            shares.append(found / total if total > 0 else 0.0)
+        return tuple(shares)
+
+    def _supporting(self, coverage: Sequence[float], threshold: float) -> tuple[int, ...]:
+        """Positions of the passages within `citation_margin` of the best, if it is enough."""
+        best = max(coverage, default=0.0)
+        if not best >= threshold:
+            return ()
+        floor = max(threshold, best - self.citation_margin)
+        return tuple(i for i, share in enumerate(coverage) if share >= floor)
 
     def judge(self, event: RetrievalEvent) -> Judgment:
         """The judgment for one event (synchronous; `evaluate` wraps it)."""
-        patterns = self.requirements(event.task)
-        passages = [_passage_terms(item.id, item.text) for item in event.context]
-        depth = (
-            ground_passages(set(content_terms(event.task)), [item.text for item in event.context])
-            if self.grounding
-            else {}
+        facts = self._query(event.task)
+        context = event.context
+        texts = [item.text for item in context]
+        outcomes = []
+        for requirement in facts.requirement_facts:
+            known = requirement.profiles
+            # a passage that is not text fails here, before grounding, as it always did
+            profiles = tuple(
+                [known.get(text) or self._profile(requirement, text) for text in texts]
+            )
+            outcome = requirement.outcomes.get(profiles) or self._outcome(requirement, profiles)
+            outcomes.append(outcome)
+        # only a passage with a title (a first line) can be grounded
+        depth = {}
+        if self.grounding and any("\n" in text for text in texts):
+            if facts.terms is None:
+                facts.terms = frozenset(content_terms(event.task))
+            depth = ground_passages(facts.terms, texts)
+        if depth:
+            supports = self._grounded_supports([shares for shares, _ in outcomes], depth)
+        else:
+            supports = [supporting for _, supporting in outcomes]
+        cited = tuple(
+            [
+                tuple([context[i].id for i in supporting]) if supporting else ()
+                for supporting in supports
+            ]
         )
-        threshold = self.grounded_support_threshold if depth else self.support_threshold
-        supports: list[tuple[str, ...]] = []
-        coverages = []
-        for pattern in patterns:
-            coverage = self._coverage(pattern, passages)
-            if depth:
-                coverage = [share if i in depth else 0.0 for i, share in enumerate(coverage)]
-            coverages.append(coverage)
-            best = max(coverage, default=0.0)
-            supported_by: tuple[str, ...] = ()
-            if best >= threshold:
-                floor = max(threshold, best - self.citation_margin)
-                supported_by = tuple(
-                    passage.id
-                    for passage, share in zip(passages, coverage, strict=True)
-                    if share >= floor
+        judgment = facts.judgments.get(cited)
+        if judgment is None:
+            judgment = Judgment(
+                tuple(
+                    Requirement(pattern.id, pattern.text, supported_by)
+                    for pattern, supported_by in zip(facts.requirements, cited, strict=True)
                 )
-            supports.append(supported_by)
+            )
+            self._keep()
+            facts.judgments[cited] = judgment
+        return judgment
+
+    def _grounded_supports(
+        self, shares: list[tuple[float, ...]], depth: dict[int, int]
+    ) -> list[tuple[int, ...]]:
+        """Only grounded passages support, from `grounded_support_threshold`; then bridges."""
+        coverages = [
+            [share if i in depth else 0.0 for i, share in enumerate(requirement_shares)]
+            for requirement_shares in shares
+        ]
+        supports = [
+            self._supporting(coverage, self.grounded_support_threshold) for coverage in coverages
+        ]
         # Bridges: a requirement no grounded passage covers goes to a linked passage, one
         # requirement per linked passage, the best-covering first.
         bridges = [i for i, level in sorted(depth.items()) if level >= 2]
-        for index, supported_by in enumerate(supports):
-            if supported_by or not bridges:
+        for index, supporting in enumerate(supports):
+            if supporting or not bridges:
                 continue
             chosen = max(bridges, key=lambda i: (coverages[index][i], -i))
             bridges.remove(chosen)
-            supports[index] = (passages[chosen].id,)
-        return Judgment(
-            tuple(
-                Requirement(pattern.id, pattern.text, supported_by)
-                for pattern, supported_by in zip(patterns, supports, strict=True)
-            )
-        )
+            supports[index] = (chosen,)
+        return supports
 
     async def evaluate(self, events: Sequence[RetrievalEvent]) -> list[EvaluationOutcome]:
         outcomes = []
