@@ -24,7 +24,7 @@ from seer_pipelines.warehouse.schema import (
     SLICE_METRICS_TABLE,
     output_tables,
 )
-from seer_pipelines.warehouse.writer import plain_value, value_encoder
+from seer_pipelines.warehouse.writer import column_encoder, plain_value, value_encoder
 
 DAY = date(2026, 11, 29)
 # Days the rows below can be on; every other day's read must find none of them.
@@ -290,3 +290,40 @@ def test_staged_values_are_what_the_column_types_would_store(value) -> None:
                     value_encoder(column, dialect)(value)
                 continue
             assert value_encoder(column, dialect)(value) == expected
+
+
+_COLUMN_VALUES = st.lists(
+    st.none()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | _JSON_TEXT
+    | st.just(float("nan"))
+    | st.booleans(),
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=_COLUMN_VALUES, uniform=st.sampled_from([None, int, float, str]))
+def test_a_column_of_values_is_encoded_as_each_value_would_be(values, uniform) -> None:
+    """Whole columns taken at once (integers, floats, clean text) give the driver what
+    encoding each value alone gives."""
+    if uniform is not None:  # the usual chunk: one type (and NULLs) in the column
+        values = [v for v in values if v is None or type(v) is uniform]
+    columns = output_tables(None).staging[JUDGMENTS_TABLE].c
+    for dialect in (sqlite_dialect.dialect(), psycopg2.dialect()):
+        for column in (
+            columns.n,
+            columns.cost_usd,
+            columns.reason,
+            columns.has_ranking,
+            columns.metadata,
+        ):
+            encode = value_encoder(column, dialect)
+            try:
+                expected = [encode(value) for value in values]
+            except (TypeError, ValueError) as error:
+                with pytest.raises(type(error)):
+                    column_encoder(column, dialect)(values)
+                continue
+            assert column_encoder(column, dialect)(values) == expected

@@ -120,6 +120,37 @@ def value_encoder(column: sa.Column[Any], dialect: sa.Dialect) -> ValueEncoder:
     return lambda value: processor(convert(value))
 
 
+ColumnEncoder = Callable[[list[Any]], list[Any]]
+_NULL = type(None)
+_INTEGERS = frozenset({int, _NULL})
+_NUMBERS = frozenset({float, int, _NULL})
+_TEXTS = frozenset({str, _NULL})
+
+
+def column_encoder(column: sa.Column[Any], dialect: sa.Dialect) -> ColumnEncoder:
+    """`value_encoder` over one column of a chunk. A column of plain values (integers,
+    floats, clean text, NULL: the usual case) is taken whole, with one type scan and no
+    call per value; anything else goes value by value."""
+    encode = value_encoder(column, dialect)
+    is_json = isinstance(column.type, sa.JSON)
+    processor = None if is_json else column.type.dialect_impl(dialect).bind_processor(dialect)
+
+    def encode_column(values: list[Any]) -> list[Any]:
+        if not is_json and processor is None:
+            kinds = set(map(type, values))
+            if kinds <= _INTEGERS:
+                return values
+            if kinds <= _NUMBERS:
+                return [None if value != value else value for value in values]  # NaN
+            if kinds <= _TEXTS:
+                text = "".join(filter(None, values))
+                if clean_text(text) == text:
+                    return values
+        return [encode(value) for value in values]
+
+    return encode_column
+
+
 def utc_now() -> datetime:
     return datetime.now(tz=UTC)
 
@@ -179,7 +210,7 @@ class PartitionWriter:
         dialect = self._engine.dialect
         names = [c.name for c in self._staging.columns]
         self._encoders = [
-            (name, value_encoder(self._staging.c[name], dialect))
+            (name, column_encoder(self._staging.c[name], dialect))
             for name in names
             if name not in _SET_BY_WRITER
         ]
@@ -236,12 +267,11 @@ class PartitionWriter:
         day = self._encode_fixed["partition_date"](self._day)
         run = self._encode_fixed[STAGING_RUN_COLUMN](self._run)
         now = self._encode_fixed[STAGING_TIME_COLUMN](utc_now())
-        encoders = self._encoders
         first = self._sequence
-        staged = [
-            (*[encode(row.get(name)) for name, encode in encoders], day, run, sequence, now)
-            for sequence, row in enumerate(rows, start=first)
-        ]
+        count = len(rows)
+        columns = [encode([row.get(name) for row in rows]) for name, encode in self._encoders]
+        columns += [[day] * count, [run] * count, range(first, first + count), [now] * count]
+        staged = list(zip(*columns, strict=True))
         with self._engine.begin() as connection:
             if self._driver_insert is not None:
                 connection.exec_driver_sql(self._driver_insert, staged)
