@@ -184,8 +184,9 @@ class WarehouseResource(ConfigurableResource):
             result = connection.execution_options(yield_per=self.chunk_size).execute(
                 self._partition_query(table, day, columns)
             )
+            names = list(result.keys())
             for rows in result.partitions():
-                yield [dict(row._mapping) for row in rows]
+                yield [dict(zip(names, row, strict=True)) for row in rows]
 
     def read_partition_frame(
         self, table: str, day: date, columns: Sequence[str] | None = None
