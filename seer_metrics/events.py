@@ -3,7 +3,7 @@
 Bad rows are never dropped silently: parsing raises `InvalidEventError` with a stable
 reason code (stored in the `reason` column) and a message that names the field at fault.
 
-Text that no database or UTF-8 encoder accepts is cleaned by one rule (`clean_text`):
+Text that no database or UTF-8 encoder accepts is cleaned by one rule (`cleaning.clean_text`):
 a lone surrogate (`"\\ud800"`, which JSON and PostgreSQL `json` columns can hold) and a
 NUL character become U+FFFD, the replacement character, in the event id, the task,
 passage ids and texts, and metadata keys and values.
@@ -14,12 +14,20 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
+
+from seer_metrics.cleaning import (
+    PLAIN_SCALARS,
+    clean_json,
+    clean_text,
+    json_text_is_clean,
+    load_json,
+)
 
 
 class InvalidEventError(ValueError):
@@ -75,7 +83,7 @@ class RetrievalEvent:
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> RetrievalEvent:
         """Parse one warehouse row or JSONL object; raises `InvalidEventError` on bad input."""
-        if not isinstance(record, Mapping):
+        if type(record) is not dict and not isinstance(record, Mapping):
             raise InvalidEventError(
                 "record_not_object", f"event must be a JSON object, got {_type_name(record)}"
             )
@@ -93,17 +101,19 @@ class RetrievalEvent:
         context, duplicates = parse_context(record.get("context", _MISSING))
         metadata = _parse_metadata(record.get("metadata"))
         event_ts = parse_timestamp(record.get("event_ts"))
-        return cls(
-            event_id=event_id,
-            task=task.strip(),
-            context=context,
-            metadata=metadata,
-            event_ts=event_ts,
-            duplicate_ids=duplicates,
-        )
+        fields = {
+            "event_id": event_id,
+            "task": task.strip(),
+            "context": context,
+            "metadata": metadata,
+            "event_ts": event_ts,
+            "duplicate_ids": duplicates,
+        }
+        return _new_frozen(cls, fields) if cls is RetrievalEvent else cls(**fields)
 
 
 _MISSING = object()
+_Frozen = TypeVar("_Frozen")
 
 
 def derive_event_id(record: Mapping[str, Any]) -> str:
@@ -117,6 +127,8 @@ def derive_event_id(record: Mapping[str, Any]) -> str:
 
 def _parse_event_id(record: Mapping[str, Any]) -> str:
     raw = record.get("event_id")
+    if type(raw) is str and (stripped := raw.strip()):
+        return clean_text(stripped)
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return derive_event_id(record)
     if isinstance(raw, bool) or not isinstance(raw, str | int):
@@ -142,8 +154,9 @@ def parse_context(raw: Any) -> tuple[tuple[ContextItem, ...], int]:
             raise InvalidEventError(
                 "context_not_list", f"'context' must be a list, got the string {_excerpt(raw)}"
             )
+        clean = json_text_is_clean(raw)
         try:
-            raw = json.loads(raw)
+            raw = load_json(raw)
         except json.JSONDecodeError as error:
             message = error.msg.removesuffix(" at")
             raise InvalidEventError(
@@ -151,11 +164,24 @@ def parse_context(raw: Any) -> tuple[tuple[ContextItem, ...], int]:
                 f"'context' is JSON text that does not parse ({message} at character "
                 f"{error.pos + 1})",
             ) from None
-    if isinstance(raw, Mapping | str) or not isinstance(raw, Sequence):
+    else:
+        clean = False
+    if type(raw) is not list and (isinstance(raw, Mapping | str) or not isinstance(raw, Sequence)):
         raise InvalidEventError(
             "context_not_list", f"'context' must be a list, got {_type_name(raw)}"
         )
-    parsed = [_parse_item(entry, position) for position, entry in enumerate(raw, start=1)]
+    items = [_parse_item(entry, position, clean) for position, entry in enumerate(raw, start=1)]
+    duplicates = 0
+    if len({item.id for item in items}) < len(items):
+        items, duplicates = _rename_duplicates(items)
+    ranks = [item.rank for item in items]
+    if None not in ranks and ranks == sorted(ranks):  # in rank order as logged: nothing moves
+        return tuple(items), duplicates
+    return tuple(rank_items(items)), duplicates
+
+
+def _rename_duplicates(parsed: list[ContextItem]) -> tuple[list[ContextItem], int]:
+    """`parsed` with each repeated id made unique ("p1#2"), and how many were renamed."""
     # Literal ids are never renamed away from, so a citation of "p1#2" means that item.
     taken = {item.id for item in parsed}
     seen: set[str] = set()
@@ -172,7 +198,7 @@ def parse_context(raw: Any) -> tuple[tuple[ContextItem, ...], int]:
             item = ContextItem(unique, item.text, item.position, item.rank, item.score, item.extra)
         seen.add(item.id)
         items.append(item)
-    return tuple(rank_items(items)), duplicates
+    return items, duplicates
 
 
 def rank_items(items: Sequence[ContextItem]) -> list[ContextItem]:
@@ -188,9 +214,61 @@ def rank_items(items: Sequence[ContextItem]) -> list[ContextItem]:
 
 
 _ITEM_KEYS = {"text", "id", "rank", "score"}
+_NUMBERS = frozenset({int, float})
+_MAX_FLOAT = sys.float_info.max
 
 
-def _parse_item(entry: Any, position: int) -> ContextItem:
+def _parse_item(entry: Any, position: int, clean: bool = False) -> ContextItem:
+    """The common well-formed item, parsed with few checks; anything else goes to
+    `_parse_item_checked`, which gives the same result or raises the reason. `clean`: its
+    text is known to need no `clean_text` (it came from JSON text without such characters)."""
+    if type(entry) is dict:
+        text, raw_id = entry.get("text"), entry.get("id")
+        rank, score = entry.get("rank"), entry.get("score")
+        if type(raw_id) is str:
+            item_id = raw_id.strip() or str(position)
+        elif raw_id is None:
+            item_id = str(position)
+        else:
+            item_id = str(raw_id) if type(raw_id) is int else None
+        if (
+            item_id is not None
+            and type(text) is str
+            and text.strip()
+            and (rank is None or (type(rank) in _NUMBERS and 1 <= rank <= _MAX_FLOAT))
+            and (score is None or (type(score) in _NUMBERS and abs(score) <= _MAX_FLOAT))
+        ):
+            extra = {} if entry.keys() <= _ITEM_KEYS else _item_extra(entry)
+            if not clean:
+                item_id, text = clean_text(item_id), clean_text(text)
+            rank = None if rank is None else float(rank)
+            score = None if score is None else float(score)
+            fields = {"id": item_id, "text": text, "position": position, "rank": rank}
+            fields["score"], fields["extra"] = score, extra
+            return _new_frozen(ContextItem, fields)
+    elif type(entry) is str and entry.strip():
+        text = entry if clean else clean_text(entry)
+        fields = {"id": str(position), "text": text, "position": position, "rank": None}
+        fields["score"], fields["extra"] = None, {}
+        return _new_frozen(ContextItem, fields)
+    return _parse_item_checked(entry, position)
+
+
+def _new_frozen(cls: type[_Frozen], fields: dict[str, Any]) -> _Frozen:
+    """`cls(**fields)` for a frozen dataclass given every field, without its __init__'s one
+    guarded attribute set per field: on a day of events they cost more than the parsing."""
+    instance = object.__new__(cls)
+    object.__setattr__(instance, "__dict__", fields)
+    return instance
+
+
+def _item_extra(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """An item's keys besides text, id, rank and score, cleaned."""
+    extra = {key: value for key, value in entry.items() if key not in _ITEM_KEYS}
+    return clean_json(extra) if extra else extra
+
+
+def _parse_item_checked(entry: Any, position: int) -> ContextItem:
     where = f"context item {position}"
     if isinstance(entry, str):
         if not entry.strip():
@@ -224,9 +302,7 @@ def _parse_item(entry: Any, position: int) -> ContextItem:
     if rank is not None and rank < 1:
         raise InvalidEventError("rank_invalid", f"{where}: 'rank' must be >= 1, got {rank:g}")
     score = _parse_number(entry.get("score"), "score", where)
-    extra = {key: value for key, value in entry.items() if key not in _ITEM_KEYS}
-    extra = clean_json(extra) if extra else extra
-    return ContextItem(item_id, clean_text(text), position, rank, score, extra)
+    return ContextItem(item_id, clean_text(text), position, rank, score, _item_extra(entry))
 
 
 def _parse_number(value: Any, name: str, where: str) -> float | None:
@@ -253,60 +329,21 @@ def _parse_metadata(raw: Any) -> dict[str, Any]:
     if isinstance(raw, str):
         if not raw.strip():
             return {}
+        text = raw
         try:
-            raw = json.loads(raw)
+            raw = load_json(text)
         except json.JSONDecodeError as error:
             raise InvalidEventError(
                 "metadata_not_json", f"'metadata' is not valid JSON ({error.msg})"
             ) from None
+        flat = type(raw) is dict and set(map(type, raw.values())) <= PLAIN_SCALARS
+        if flat and json_text_is_clean(text):  # a new dict of clean text: nothing to change
+            return raw
     if not isinstance(raw, Mapping):
         raise InvalidEventError(
             "metadata_not_object", f"'metadata' must be an object, got {_type_name(raw)}"
         )
-    return clean_json(dict(raw))
-
-
-_UNENCODABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def clean_text(text: str) -> str:
-    """`text` with lone surrogates and NUL replaced by U+FFFD: UTF-8 cannot encode the
-    first, PostgreSQL text cannot hold the second, so either would fail a whole write."""
-    return _UNENCODABLE.sub("\ufffd", text)
-
-
-def clean_json(value: Any) -> Any:
-    """A JSON value any database accepts, at any depth: NaN and infinities (which Python's
-    json reads and writes, but JSON and PostgreSQL do not) become None, and strings (keys
-    too) go through `clean_text`."""
-    # Exact built-in types first (what json.loads gives): no abstract-class checks, which
-    # cost more than the cleaning itself on a day of events.
-    kind = type(value)
-    if kind is str:
-        return _UNENCODABLE.sub("\ufffd", value)
-    if kind is dict:
-        return {
-            _UNENCODABLE.sub("\ufffd", key) if isinstance(key, str) else key: clean_json(item)
-            for key, item in value.items()
-        }
-    if kind is list:
-        return [clean_json(item) for item in value]
-    if kind is int or kind is bool or value is None:
-        return value
-    if kind is float:
-        return value if math.isfinite(value) else None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, Mapping):
-        return {
-            clean_text(key) if isinstance(key, str) else key: clean_json(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [clean_json(item) for item in value]
-    return value
+    return clean_json(raw if type(raw) is dict else dict(raw))
 
 
 # The warehouse writer passes every JSON value it writes through this name.
@@ -315,6 +352,8 @@ finite_json = clean_json
 
 def parse_timestamp(raw: Any) -> datetime | None:
     """Accept datetimes, ISO-8601 strings and epoch seconds; naive values are taken as UTC."""
+    if type(raw) is datetime and raw.tzinfo is None:  # what most warehouses give
+        return raw.replace(tzinfo=UTC)
     if raw is None or raw == "":
         return None
     if isinstance(raw, datetime):
