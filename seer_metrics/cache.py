@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -41,16 +40,27 @@ from seer_metrics.judgment import Judgment, Requirement
 
 logger = logging.getLogger(__name__)
 
-_WHITESPACE = re.compile(r"\s+")
-
 
 def normalise_text(text: str) -> str:
     """Unicode NFKC, case-folded, whitespace collapsed: the form used for keys and quotes."""
-    return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
+    # str.split() splits on exactly the characters `\s` matches, and drops the ends' runs.
+    return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
+
+
+# What json.dumps(parts, ensure_ascii=False, separators=(",", ":"), sort_keys=True) builds
+# on every call: building it once saves a third of a key's cost.
+_CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+# A string as `_CANONICAL_JSON` writes it (and only a string: anything else is a TypeError).
+_quote = json.encoder.encode_basestring
 
 
 def _digest(parts: object) -> str:
-    canonical = json.dumps(parts, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return _sha256_hex(_CANONICAL_JSON.encode(parts))
+
+
+def _sha256_hex(canonical: str) -> str:
     # Parsed events hold no lone surrogate (`clean_text`); an event built by hand may, and
     # its key must still be a digest, not an exception.
     return hashlib.sha256(canonical.encode("utf-8", errors="surrogatepass")).hexdigest()
@@ -60,9 +70,27 @@ def requirements_key(query: str, model: str, prompt_version: str) -> str:
     return _digest(["requirements", normalise_text(query), model, prompt_version])
 
 
+_REMEMBERED_KEY = "_judgment_key"
+
+
 def judgment_key(event: RetrievalEvent, model: str, prompt_version: str) -> str:
-    context = [[item.id, item.text] for item in event.context]
-    return _digest(["judgment", normalise_text(event.task), context, model, prompt_version])
+    """The key of `event`'s judgment, remembered on the event (whose fields are frozen): a
+    run asks for it to look the judgment up, to store it, and again for the event's row."""
+    remembered = event.__dict__.get(_REMEMBERED_KEY)
+    if remembered is not None and remembered[0] == model and remembered[1] == prompt_version:
+        return remembered[2]
+    task = normalise_text(event.task)
+    try:  # the text _digest would hash, joined here at half its cost: all of it is strings
+        context = ",".join([f"[{_quote(item.id)},{_quote(item.text)}]" for item in event.context])
+        canonical = (
+            f'["judgment",{_quote(task)},[{context}],{_quote(model)},{_quote(prompt_version)}]'
+        )
+    except TypeError:  # not a string: _digest's own encoder says how it is written
+        context = [[item.id, item.text] for item in event.context]
+        canonical = _CANONICAL_JSON.encode(["judgment", task, context, model, prompt_version])
+    key = _sha256_hex(canonical)
+    object.__setattr__(event, _REMEMBERED_KEY, (model, prompt_version, key))
+    return key
 
 
 # --- Stores -------------------------------------------------------------------------------

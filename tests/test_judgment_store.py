@@ -172,3 +172,66 @@ def test_a_repeated_event_that_errored_does_not_count_the_usage_twice(tmp_path) 
     assert repeat.event_id == "a-again" and repeat.reason == "truncated"
     assert first.usage == TokenUsage(50, 7, 0.2)
     assert repeat.usage == TokenUsage() and repeat.model_calls == 0
+
+
+def test_cache_keys_are_pinned() -> None:
+    """Keys are sha256 digests of canonical JSON: a change would orphan every stored row."""
+    event = RetrievalEvent.from_record(
+        {
+            "event_id": "e1",
+            "task": "  Which  Currencies, Ｏrbit? ",
+            "context": [
+                {"id": "p1", "text": 'Euros "or" dollars\\ café'},
+                "Ünïcode ✓ text",
+                {"id": "p1", "text": "dup", "rank": 1},
+            ],
+        }
+    )
+    key = "e18101b5e8b6ededf84b05a5f9bcbc28a9331150f809cbe64747520039009a56"
+    assert judgment_key(event, "lexical-v1", "p1") == key
+    other = judgment_key(event, "lexical-v2", "p1")
+    assert other != key and judgment_key(event, "lexical-v1", "p1") == key
+    assert judgment_key(event, "lexical-v1", "p2") not in {key, other}
+    assert requirements_key("  Which  Currencies, Ｏrbit? ", "lexical-v1", "p1") == (
+        "bd14cb4430da9a1ac1b9f072e772ed0142855e6f4f4ebafc4dd1d36443f3e738"
+    )
+
+
+def test_a_judgment_key_is_the_digest_of_its_canonical_json_whatever_the_parts() -> None:
+    import hashlib
+    import json
+
+    from seer_metrics.cache import normalise_text
+    from seer_metrics.events import ContextItem
+
+    def digest(event: RetrievalEvent, model: object, prompt_version: object) -> str:
+        context = [[item.id, item.text] for item in event.context]
+        parts = ["judgment", normalise_text(event.task), context, model, prompt_version]
+        text = json.dumps(parts, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+    events = [
+        RetrievalEvent(
+            "e", "T\u00a0a\u2003s k\n", (ContextItem("p\ud800", 't\x00"\\\u2028😀', 1),)
+        ),
+        RetrievalEvent("e", "t", (ContextItem(1, 2.5, 1), ContextItem(True, None, 2))),  # type: ignore[arg-type]
+        RetrievalEvent("e", "t", ()),
+    ]
+    for event in events:
+        for model, prompt_version in (("m", "p"), (None, 3), ("m\ud800", "p")):
+            expected = digest(event, model, prompt_version)
+            assert judgment_key(event, model, prompt_version) == expected  # type: ignore[arg-type]
+            assert judgment_key(event, model, prompt_version) == expected  # type: ignore[arg-type]
+
+
+def test_normalising_collapses_the_whitespace_the_regex_did() -> None:
+    import re
+    import sys
+    import unicodedata
+
+    from seer_metrics.cache import normalise_text
+
+    spaces = "".join(chr(code) for code in range(sys.maxunicode + 1) if chr(code).isspace())
+    text = f"{spaces}Ａ b{spaces}ÇÉ\u00a0x{spaces}ǅ{spaces}"
+    expected = re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().casefold()
+    assert normalise_text(text) == expected == "a b çé x dž"
