@@ -1,4 +1,9 @@
-"""Shared fixtures. PostgreSQL tests skip when no server is reachable, except under CI."""
+"""Shared fixtures. PostgreSQL tests skip when no server is reachable, except under CI.
+
+Under pytest-xdist (`make test` runs `pytest -n auto --dist loadgroup`) each worker gets
+a PostgreSQL database of its own, so what tests keep in the database's public schema (the
+Dagster instance's tables, a cache opened by URL) is never shared between workers.
+"""
 
 from __future__ import annotations
 
@@ -33,15 +38,40 @@ def _postgres_unreachable_reason() -> str | None:
     return None
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The `slow` tests first (stable order otherwise): with --dist loadgroup each worker
+    starts on one of them, and the rest of the suite runs beside them."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
-def postgres_url() -> str:
-    """URL of the test database; fails instead of skipping when CI=true."""
+def postgres_url() -> Iterator[str]:
+    """URL of the test database; fails instead of skipping when CI=true.
+
+    Under pytest-xdist, a database of the worker's own on the same server, dropped at the
+    end of the session.
+    """
     reason = _postgres_unreachable_reason()
     if reason:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{reason} (CI=true: Postgres tests must run)")
         pytest.skip(reason)
-    return POSTGRES_URL
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        yield POSTGRES_URL
+        return
+    url = sa.engine.make_url(POSTGRES_URL)
+    # Unique per session too: another checkout's suite may run on the same server.
+    name = f"{url.database}_{worker}_{uuid.uuid4().hex[:8]}"
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            connection.execute(sa.text(f'create database "{name}"'))
+        yield url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with engine.connect() as connection:
+            connection.execute(sa.text(f'drop database if exists "{name}" with (force)'))
+        engine.dispose()
 
 
 @pytest.fixture

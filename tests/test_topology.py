@@ -109,6 +109,7 @@ def instance_database(postgres_url: str) -> Iterator[str]:
         engine.dispose()
 
 
+@pytest.mark.slow
 def test_a_partition_runs_through_the_daemons_queue_on_a_served_code_location(
     tmp_path, postgres_url, postgres_schema, instance_database, monkeypatch
 ) -> None:

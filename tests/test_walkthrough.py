@@ -500,6 +500,7 @@ def walkthrough(tmp_path: Path) -> Iterator[Walkthrough]:
         session.stop_servers()
 
 
+@pytest.mark.slow
 def test_the_walkthrough_works_as_written_in_a_fresh_clone(walkthrough: Walkthrough) -> None:
     commands = [
         command
