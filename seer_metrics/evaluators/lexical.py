@@ -561,10 +561,10 @@ def context_idf(term: str, document_frequency: int, documents: int) -> float:
 _Profile = tuple[int, tuple[int, ...]]
 # (each passage's share, positions of the supporting passages when none is grounded)
 _Outcome = tuple[tuple[float, ...], tuple[int, ...]]
-# What an evaluator keeps before it starts over (memory bounds, about 10 MB each): queries
+# What an evaluator keeps before it starts over (memory bounds, about 2.5 MB each): queries
 # (about 1 kB each), and passage profiles, outcomes and judgments (about 300 bytes each).
-_QUERIES_KEPT = 8192
-_ENTRIES_KEPT = 32768
+_QUERIES_KEPT = 2048
+_ENTRIES_KEPT = 8192
 
 
 class _RequirementFacts:
