@@ -22,8 +22,9 @@ exits non-zero when a target is missed:
   (b) memory bounded by the chunk size, not the day. Between the small and the large day
       each step's RSS growth may rise by at most 64 bytes per extra event (allocator
       noise: 6 MB for 100,000 events), except slice_metrics, 256 bytes: its exact p10
-      needs every value of the day, so it keeps ~80 bytes an event (numbers and codes,
-      never the rows); the whole run's peak RSS at most 1.5x for 4x the events; no step
+      needs every value of the day, so it keeps each value as a one- or two-byte code
+      (never the rows); the lexical judge's memo is bounded by a count of entries, not
+      the day; the whole run's peak RSS at most 1.5x for 4x the events; no step
       process above 256 MB of peak RSS at the default 100,000 events;
   (c) re-run of the same day (every judgment cached): zero model calls and zero events
       sent to the evaluator; the judging step at least 1.5x faster than the first time
@@ -40,9 +41,9 @@ CPU time much less, so before/after comparisons use it.
 
     .venv/bin/python benchmarks/partition_scale.py                  # 100,000 and 25,000 events
     .venv/bin/python benchmarks/partition_scale.py --events 20000   # quicker
-    .venv/bin/python benchmarks/partition_scale.py --million        # ~10 minutes with seeding
+    .venv/bin/python benchmarks/partition_scale.py --million        # ~5 minutes with seeding
 
-About three and a half minutes with the defaults on two cores (seeding included).
+About a minute and a quarter with the defaults on two idle cores (seeding included).
 """
 
 from __future__ import annotations
