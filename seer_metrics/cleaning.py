@@ -66,6 +66,9 @@ def clean_json(value: Any) -> Any:
 PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
 
 
+_NOT_PLAIN = object()
+
+
 def _plain_copy(value: dict[Any, Any] | list[Any], strings: list[str]) -> Any:
     """A copy of a tree of dicts with str keys, lists, str, int, bool, None and finite
     floats, its strings added to `strings`; None when it holds anything else."""
@@ -75,36 +78,32 @@ def _plain_copy(value: dict[Any, Any] | list[Any], strings: list[str]) -> Any:
             if type(key) is not str:
                 return None
             strings.append(key)
-            kind = type(item)
-            if kind is str:
-                strings.append(item)
-            elif kind is dict or kind is list:
-                item = _plain_copy(item, strings)
-                if item is None:
-                    return None
-            elif kind is float:
-                if not math.isfinite(item):
-                    return None
-            elif kind not in PLAIN_SCALARS:
+            item = _plain_item(item, strings)
+            if item is _NOT_PLAIN:
                 return None
             copied[key] = item
         return copied
     listed = []
     for item in value:
-        kind = type(item)
-        if kind is str:
-            strings.append(item)
-        elif kind is dict or kind is list:
-            item = _plain_copy(item, strings)
-            if item is None:
-                return None
-        elif kind is float:
-            if not math.isfinite(item):
-                return None
-        elif kind not in PLAIN_SCALARS:
+        item = _plain_item(item, strings)
+        if item is _NOT_PLAIN:
             return None
         listed.append(item)
     return listed
+
+
+def _plain_item(item: Any, strings: list[str]) -> Any:
+    """`item` (copied when a container) if plain, else `_NOT_PLAIN`."""
+    kind = type(item)
+    if kind is str:
+        strings.append(item)
+        return item
+    if kind is dict or kind is list:
+        copied = _plain_copy(item, strings)
+        return _NOT_PLAIN if copied is None else copied
+    if kind is float:
+        return item if math.isfinite(item) else _NOT_PLAIN
+    return item if kind in PLAIN_SCALARS else _NOT_PLAIN
 
 
 def _rebuild_json(value: Any) -> Any:
