@@ -237,3 +237,11 @@ def test_every_dependency_is_imported_or_has_a_reason():
         module = IMPORT_NAMES.get(distribution, distribution.replace("-", "_"))
         assert module in imported, f"{distribution} is a dependency that nothing imports"
     assert set(NOT_IMPORTED_DEPENDENCIES) <= distributions
+
+
+def test_loading_the_code_location_does_not_import_the_openai_sdk():
+    """Every step process, the daemon and each CLI command load the code location; the
+    SDK (about half a second) is imported only by the LLM judge when it is used."""
+    loaded = _modules_loaded_after("import seer_pipelines.definitions")
+    assert "seer_pipelines.definitions" in loaded
+    assert not {name for name in loaded if name.split(".")[0] == "openai"}

@@ -25,10 +25,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from email.utils import parsedate_to_datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import openai
 from pydantic import BaseModel
+
+if TYPE_CHECKING:  # imported where used: the SDK takes ~0.5 s, every step process pays it
+    import openai
 
 from seer_metrics.cache import (
     JudgmentStore,
@@ -428,6 +430,8 @@ class LLMEvaluator:
         """
         loop = asyncio.get_running_loop()
         if self._loop_state is None or self._loop_state.loop is not loop:
+            import openai
+
             client = openai.AsyncOpenAI(
                 api_key=self.settings.api_key,
                 base_url=self.settings.base_url,
@@ -636,6 +640,8 @@ class LLMEvaluator:
         max_completion_tokens: int,
     ) -> tuple[Any, TokenUsage, Attempts]:
         """One chat completion with retries; returns it with its usage and requests."""
+        import openai
+
         settings = self.settings
         estimated = estimate_tokens(messages)
         sent = unsent = 0

@@ -9,10 +9,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
-
-import openai
-from openai.types.chat import ChatCompletion
+from typing import TYPE_CHECKING, Any
 
 from seer_metrics.cache import (
     JudgmentRecord,
@@ -67,6 +64,10 @@ logger = logging.getLogger(__name__)
 # How far back `submit` looks for a batch it may already have created (a killed run).
 LOOKBACK_SECONDS = 3 * 24 * 3600
 
+if TYPE_CHECKING:  # imported where used: the SDK takes ~0.5 s, every step process pays it
+    import openai
+    from openai.types.chat import ChatCompletion
+
 
 class BatchJudge:
     """Writes, submits and collects the judge's batches; answers go to `store`."""
@@ -88,6 +89,8 @@ class BatchJudge:
         self.prompt_version = prompts.PROMPT_VERSION
         self.max_requests_per_batch = max_requests_per_batch
         self.max_file_bytes = max_file_bytes
+        import openai
+
         self._client = client or openai.OpenAI(
             api_key=settings.api_key,
             base_url=settings.base_url,
@@ -140,6 +143,8 @@ class BatchJudge:
             "seer_digest": digest,
             "seer_label": label[:500],
         }
+        import openai
+
         try:
             batch = self._client.with_options(max_retries=0).batches.create(
                 input_file_id=uploaded.id,

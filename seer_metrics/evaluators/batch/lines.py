@@ -11,9 +11,8 @@ import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
 from seer_metrics.cache import JudgmentStore, judgment_key, requirements_key
@@ -36,6 +35,9 @@ from seer_metrics.judgment import Requirement
 logger = logging.getLogger(__name__)
 
 KEY_CHUNK = 500  # events whose cache keys are looked up at once
+
+if TYPE_CHECKING:  # imported where used: the SDK takes ~0.5 s, every step process pays it
+    from openai.types.chat import ChatCompletion
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,8 @@ def completion_of(line: Mapping[str, Any]) -> tuple[ChatCompletion | None, str |
             message = str(body["error"].get("message") or "")
         code = RATE_LIMITED if status == 429 else API_ERROR
         return None, f"{code}: HTTP {status} in the batch: {shorten(message)}"
+    from openai.types.chat import ChatCompletion
+
     try:
         return ChatCompletion.model_validate(body), None
     except ValidationError:
