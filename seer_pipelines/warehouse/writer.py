@@ -202,7 +202,7 @@ class PartitionWriter:
     def _prepare_insert(self) -> None:
         """The staging insert, its parameters in order and each value's encoder.
 
-        Values reach the driver already converted (`value_encoder`), so SQLAlchemy's
+        Values reach the driver already converted (`column_encoder`), so SQLAlchemy's
         per-row type processing is skipped: on SQLite the driver's `executemany` gets the
         tuples as they are; elsewhere a typeless copy of the staging table takes them
         through SQLAlchemy's batched insert (one statement for many rows on PostgreSQL).
@@ -214,12 +214,11 @@ class PartitionWriter:
             for name in names
             if name not in _SET_BY_WRITER
         ]
-        fixed = {
+        self._encode_fixed = {
             name: value_encoder(self._staging.c[name], dialect)
             for name in _SET_BY_WRITER
             if name != STAGING_SEQUENCE_COLUMN
         }
-        self._encode_fixed = fixed
         self._order = [name for name, _ in self._encoders] + list(_SET_BY_WRITER)
         if dialect.name == "sqlite":
             quote = dialect.identifier_preparer
