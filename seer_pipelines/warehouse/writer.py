@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import sqlalchemy as sa
+from psycopg2.extras import execute_values
 
 from seer_metrics.events import clean_json, clean_text
 from seer_pipelines.warehouse.schema import (
@@ -203,9 +204,10 @@ class PartitionWriter:
         """The staging insert, its parameters in order and each value's encoder.
 
         Values reach the driver already converted (`column_encoder`), so SQLAlchemy's
-        per-row type processing is skipped: on SQLite the driver's `executemany` gets the
-        tuples as they are; elsewhere a typeless copy of the staging table takes them
-        through SQLAlchemy's batched insert (one statement for many rows on PostgreSQL).
+        per-row type processing is skipped: the tuples go as they are to sqlite3's
+        `executemany`, or to psycopg2's `execute_values` (a statement per 1,000 rows);
+        with another driver a typeless copy of the staging table takes them through
+        SQLAlchemy's batched insert.
         """
         dialect = self._engine.dialect
         names = [c.name for c in self._staging.columns]
@@ -220,15 +222,16 @@ class PartitionWriter:
             if name != STAGING_SEQUENCE_COLUMN
         }
         self._order = [name for name, _ in self._encoders] + list(_SET_BY_WRITER)
-        if dialect.name == "sqlite":
-            quote = dialect.identifier_preparer
-            columns = ", ".join(quote.format_column(self._staging.c[n]) for n in self._order)
-            self._driver_insert: str | None = (
-                f"INSERT INTO {quote.format_table(self._staging)} ({columns}) "
-                f"VALUES ({', '.join('?' * len(self._order))})"  # sqlite3's qmark style
-            )
+        quote = dialect.identifier_preparer
+        columns = ", ".join(quote.format_column(self._staging.c[n]) for n in self._order)
+        insert = f"INSERT INTO {quote.format_table(self._staging)} ({columns}) VALUES "
+        self._driver_insert: str | None = None
+        self._values_insert: str | None = None
+        if dialect.driver == "pysqlite":
+            self._driver_insert = insert + f"({', '.join('?' * len(self._order))})"
+        elif dialect.driver == "psycopg2":
+            self._values_insert = insert + "%s"  # psycopg2.extras.execute_values
         else:
-            self._driver_insert = None
             typeless = sa.Table(
                 self._staging.name,
                 sa.MetaData(schema=self._staging.schema),
@@ -274,6 +277,9 @@ class PartitionWriter:
         with self._engine.begin() as connection:
             if self._driver_insert is not None:
                 connection.exec_driver_sql(self._driver_insert, staged)
+            elif self._values_insert is not None:
+                with connection.connection.driver_connection.cursor() as cursor:
+                    execute_values(cursor, self._values_insert, staged, page_size=1000)
             else:
                 order = self._order
                 named = [dict(zip(order, values, strict=True)) for values in staged]
