@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
@@ -14,7 +13,7 @@ import pandas as pd
 import sqlalchemy as sa
 from psycopg2.extras import execute_values
 
-from seer_metrics.events import clean_json, clean_text
+from seer_metrics.cleaning import clean_json, clean_text, json_text_is_clean
 from seer_pipelines.warehouse.schema import (
     STAGING_RUN_COLUMN,
     STAGING_SEQUENCE_COLUMN,
@@ -68,12 +67,6 @@ def plain_value(value: Any) -> Any:
     return value
 
 
-# What `json.dumps` (ASCII output) writes for NUL and for surrogate code points: a JSON
-# text without them, and without NaN, needs no cleaning. A match may be a false alarm (an
-# escaped backslash followed by "u0000", a real emoji written as a surrogate pair): such
-# values simply take the slow path.
-_JSON_NEEDS_CLEANING = re.compile(r"\\u(?:0000|d[89a-f])")
-
 ValueEncoder = Callable[[Any], Any]
 _JSON_AS_TEXT_DRIVERS = frozenset({"pysqlite", "psycopg2"})
 
@@ -98,7 +91,7 @@ def _json_encoder(column: sa.Column[Any], dialect: sa.Dialect) -> ValueEncoder:
             text = json.dumps(value, allow_nan=False)
         except (TypeError, ValueError):
             return processor(plain_value(value))
-        if _JSON_NEEDS_CLEANING.search(text):
+        if not json_text_is_clean(text):  # a false alarm only costs the long way
             return processor(plain_value(value))
         return text
 
