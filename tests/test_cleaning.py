@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_values import json_like, scalars, texts
 
 from seer_metrics.cleaning import clean_json, clean_text, json_text_is_clean, load_json
 from seer_metrics.events import (
@@ -65,27 +66,6 @@ def same(left: Any, right: Any) -> bool:
     if isinstance(left, float) and math.isnan(left):
         return math.isnan(right)
     return left == right
-
-
-texts = st.text(max_size=12) | st.sampled_from(
-    ["", " ", "\x00", "a\x00b", "\ud800", "x\udfff", "é", "😀", "\\u0000", "\u2028", "NaN"]
-)
-scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(10**30), max_value=10**30)
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | texts
-)
-json_like = st.recursive(
-    scalars,
-    lambda children: (
-        st.lists(children, max_size=4)
-        | st.lists(children, max_size=3).map(tuple)
-        | st.dictionaries(texts | st.integers(0, 3) | st.none(), children, max_size=4)
-    ),
-    max_leaves=16,
-)
 
 
 @settings(max_examples=500, deadline=None)
