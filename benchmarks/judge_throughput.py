@@ -35,10 +35,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from seer_metrics.cache import JudgmentStore
 from seer_metrics.evaluators.caching import CachingEvaluator
 from seer_metrics.evaluators.llm import LLMEvaluator, LLMSettings
 from seer_metrics.events import RetrievalEvent
+from seer_metrics.judgment_store import JudgmentStore
 from seer_testing.fake_judge import FakeJudgeServer, GoldOracle, GoldRequirement
 
 TOPICS = ["river", "castle", "novel", "symphony", "bridge", "comet", "painting", "treaty"]

@@ -21,10 +21,10 @@ import sys
 import numpy as np
 
 from seer_metrics.agreement import example_to_record, load_examples
-from seer_metrics.cost_estimate import estimate_cost, token_counter
 from seer_metrics.evaluators.llm import DEFAULT_MODEL, LLMSettings
 from seer_metrics.events import RetrievalEvent
-from seer_metrics.sampling import SamplingSettings, allocate
+from seer_metrics.spend.cost_estimate import estimate_cost, token_counter
+from seer_metrics.spend.sampling import SamplingSettings, allocate
 from seer_pipelines.demo_data import DATA_DIR
 
 TARGET_HOURS = 6.0

@@ -21,13 +21,17 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from seer_metrics.cleaning import (
+from seer_metrics.text.cleaning import (
     PLAIN_SCALARS,
     clean_json,
     clean_text,
     json_text_is_clean,
     load_json,
 )
+
+# Statuses of events left unjudged on purpose: outside the day's sample, or past its budget.
+NOT_SAMPLED = "not_sampled"
+SKIPPED_BUDGET = "skipped_budget"
 
 
 class InvalidEventError(ValueError):

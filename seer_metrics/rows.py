@@ -16,19 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from seer_metrics.cache import judgment_key
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
-from seer_metrics.events import (
-    InvalidEventError,
-    RetrievalEvent,
-    clean_json,
-    clean_text,
-    derive_event_id,
-    parse_timestamp,
-)
+from seer_metrics.events import InvalidEventError, RetrievalEvent, derive_event_id, parse_timestamp
 from seer_metrics.judgment import judgment_parts
-from seer_metrics.scoring import score_arrays
-from seer_metrics.slices import METRICS
+from seer_metrics.judgment_store import judgment_key
+from seer_metrics.scoring import METRICS, score_arrays
+from seer_metrics.text.cleaning import clean_json, clean_text
 
 USAGE_COLUMNS = ("cache_hit", "model_calls", "prompt_tokens", "completion_tokens", "cost_usd")
 

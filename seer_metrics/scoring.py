@@ -17,6 +17,9 @@ import pandas as pd
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Judgment
 
+# The per-event metrics, in the order of every table and report.
+METRICS = ("recall", "precision", "f1", "ndcg")
+
 
 @dataclass(frozen=True)
 class EventScore:

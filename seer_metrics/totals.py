@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from seer_metrics.slices import METRICS
+from seer_metrics.scoring import METRICS
 
 _PLAIN_NUMBER_TYPES = {int, float, bool, type(None)}
 _USAGE_COLUMNS = ("cache_hit", "model_calls", "prompt_tokens", "completion_tokens", "cost_usd")

@@ -26,12 +26,12 @@ from typing import Any
 import sqlalchemy as sa
 from dagster import MetadataValue
 
-from seer_metrics.budget import Budget
-from seer_metrics.cache import JudgmentStore
-from seer_metrics.cost_estimate import BATCH_PRICE_FACTOR
 from seer_metrics.evaluators.batch import BatchJudge, BatchProgress, BatchRecord, advance
 from seer_metrics.evaluators.llm import LLMEvaluator
 from seer_metrics.events import RetrievalEvent
+from seer_metrics.judgment_store import JudgmentStore
+from seer_metrics.spend.budget import Budget
+from seer_metrics.spend.cost_estimate import BATCH_PRICE_FACTOR
 from seer_pipelines.judging_limits import BudgetGate, JudgingLimits, day_valid_events, model_price
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.schema import batches_table

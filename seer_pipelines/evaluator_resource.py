@@ -13,9 +13,9 @@ from typing import Any
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from seer_metrics.cache import JudgmentStore
 from seer_metrics.evaluators.base import Evaluator
-from seer_metrics.sampling import DEFAULT_MINIMUM_PER_STRATUM, SamplingSettings
+from seer_metrics.judgment_store import JudgmentStore
+from seer_metrics.spend.sampling import DEFAULT_MINIMUM_PER_STRATUM, SamplingSettings
 from seer_pipelines.settings import environment, setting
 
 

@@ -16,19 +16,19 @@ from typing import Any
 
 from dagster import MetadataValue
 
-from seer_metrics.budget import Budget, BudgetTracker
-from seer_metrics.cache import JudgmentStore, judgment_key, requirements_key
-from seer_metrics.cost_estimate import (
+from seer_metrics.evaluators.base import Evaluator
+from seer_metrics.events import NOT_SAMPLED, SKIPPED_BUDGET, InvalidEventError, RetrievalEvent
+from seer_metrics.judgment_store import JudgmentStore, judgment_key, requirements_key
+from seer_metrics.rows import unjudged_row
+from seer_metrics.slices import DEFAULT_SLICE_KEYS, event_stratum
+from seer_metrics.spend.budget import Budget, BudgetTracker
+from seer_metrics.spend.cost_estimate import (
     REQUIREMENTS_COMPLETION_TOKENS,
     SUPPORT_COMPLETION_TOKENS,
     CostEstimate,
     CostEstimator,
 )
-from seer_metrics.evaluators.base import Evaluator
-from seer_metrics.events import InvalidEventError, RetrievalEvent
-from seer_metrics.rows import unjudged_row
-from seer_metrics.sampling import SamplePlan, SamplePlanner, SamplingSettings
-from seer_metrics.slices import DEFAULT_SLICE_KEYS, NOT_SAMPLED, SKIPPED_BUDGET, event_stratum
+from seer_metrics.spend.sampling import SamplePlan, SamplePlanner, SamplingSettings
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.day import day_bounds
 

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from seer_metrics.redaction import redact_url
+from seer_metrics.text.redaction import redact_url
 from seer_pipelines.evaluator_resource import EvaluatorResource
 from seer_pipelines.settings import setting
 from seer_pipelines.warehouse.day import count_unplaced, read_day

@@ -41,7 +41,7 @@ from dagster import (
     sensor,
 )
 
-from seer_metrics.redaction import redact_secrets, shorten
+from seer_metrics.text.redaction import redact_secrets, shorten
 from seer_pipelines.alerts import (
     KIND_FRESHNESS,
     KIND_RUN_FAILURE,

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from seer_metrics.cache import normalise_text
+from seer_metrics.judgment_store import normalise_text
 from seer_testing.local_server import JSONHandler, LocalFake
 
 REQUIREMENTS_SCHEMA_NAME = "seer_requirements"

@@ -20,11 +20,11 @@ from dagster import (
     materialize,
 )
 
-from seer_metrics.cache import JudgmentStore, RequirementsRecord
-from seer_metrics.cost_estimate import CostEstimator
 from seer_metrics.evaluators.batch import REQUIREMENTS_PHASE, SUPPORT_PHASE
 from seer_metrics.evaluators.llm import DEFAULT_MODEL, DEFAULT_PRICES
 from seer_metrics.judgment import Requirement
+from seer_metrics.judgment_store import JudgmentStore, RequirementsRecord
+from seer_metrics.spend.cost_estimate import CostEstimator
 from seer_pipelines.accounting import judging_figures
 from seer_pipelines.assets.events import retrieval_events
 from seer_pipelines.assets.judgments import event_judgments

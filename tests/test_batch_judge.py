@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from judge_examples import CONTEXT, GOLD, OTHER_QUERY, QUERY
 
-from seer_metrics.cache import JudgmentStore
-from seer_metrics.cost_estimate import BATCH_PRICE_FACTOR
 from seer_metrics.evaluators.base import EvaluationOutcome
 from seer_metrics.evaluators.batch import (
     REQUIREMENTS_PHASE,
@@ -23,6 +21,8 @@ from seer_metrics.evaluators.batch import (
 from seer_metrics.evaluators.caching import CachingEvaluator
 from seer_metrics.evaluators.llm import LLMEvaluator, LLMSettings
 from seer_metrics.events import RetrievalEvent
+from seer_metrics.judgment_store import JudgmentStore
+from seer_metrics.spend.cost_estimate import BATCH_PRICE_FACTOR
 from seer_testing.fake_batches import BatchBehaviour, FakeBatchServer
 from seer_testing.fake_judge import (
     REQUIREMENTS_SCHEMA_NAME,

@@ -17,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from json_values import json_like, scalars, texts
 
-from seer_metrics.cleaning import clean_json, clean_text, json_text_is_clean, load_json
 from seer_metrics.events import (
     InvalidEventError,
     RetrievalEvent,
@@ -28,6 +27,7 @@ from seer_metrics.events import (
     parse_context,
     rank_items,
 )
+from seer_metrics.text.cleaning import clean_json, clean_text, json_text_is_clean, load_json
 
 _UNENCODABLE = re.compile("[\x00\ud800-\udfff]")
 

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from seer_metrics.cost_estimate import (
+from seer_metrics.events import RetrievalEvent
+from seer_metrics.spend.cost_estimate import (
     REQUIREMENTS_COMPLETION_TOKENS,
     SUPPORT_COMPLETION_TOKENS,
     estimate_cost,
 )
-from seer_metrics.events import RetrievalEvent
 from seer_pipelines.cli import main
 
 

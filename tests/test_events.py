@@ -230,7 +230,8 @@ def test_any_json_record_either_parses_or_raises_invalid_event_error(record):
 
 
 def test_text_no_database_accepts_is_cleaned_by_one_rule() -> None:
-    from seer_metrics.events import RetrievalEvent, clean_json, clean_text
+    from seer_metrics.events import RetrievalEvent
+    from seer_metrics.text.cleaning import clean_json, clean_text
 
     assert clean_text("a\u0000b\ud800c\udfff") == "a\ufffdb\ufffdc\ufffd"
     assert clean_text("plain é 😀") == "plain é 😀"

@@ -8,17 +8,17 @@ from collections.abc import Sequence
 import pytest
 import sqlalchemy as sa
 
-from seer_metrics.cache import (
+from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator, TokenUsage
+from seer_metrics.evaluators.caching import CachingEvaluator
+from seer_metrics.events import RetrievalEvent
+from seer_metrics.judgment import Judgment, Requirement
+from seer_metrics.judgment_store import (
     JudgmentRecord,
     JudgmentStore,
     RequirementsRecord,
     judgment_key,
     requirements_key,
 )
-from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator, TokenUsage
-from seer_metrics.evaluators.caching import CachingEvaluator
-from seer_metrics.events import RetrievalEvent
-from seer_metrics.judgment import Judgment, Requirement
 
 JUDGMENT = Judgment(
     (
@@ -201,8 +201,8 @@ def test_a_judgment_key_is_the_digest_of_its_canonical_json_whatever_the_parts()
     import hashlib
     import json
 
-    from seer_metrics.cache import normalise_text
     from seer_metrics.events import ContextItem
+    from seer_metrics.judgment_store import normalise_text
 
     def digest(event: RetrievalEvent, model: object, prompt_version: object) -> str:
         context = [[item.id, item.text] for item in event.context]
@@ -229,7 +229,7 @@ def test_normalising_collapses_the_whitespace_the_regex_did() -> None:
     import sys
     import unicodedata
 
-    from seer_metrics.cache import normalise_text
+    from seer_metrics.judgment_store import normalise_text
 
     spaces = "".join(chr(code) for code in range(sys.maxunicode + 1) if chr(code).isspace())
     text = f"{spaces}Ａ b{spaces}ÇÉ\u00a0x{spaces}ǅ{spaces}"

@@ -17,7 +17,6 @@ import pytest
 from judge_examples import CONTEXT, GOLD, OTHER_QUERY, QUERY
 
 from seer_metrics import RetrievalEvent, score_event
-from seer_metrics.cache import JudgmentStore, judgment_key, requirements_key
 from seer_metrics.evaluators import build_evaluator, prompts
 from seer_metrics.evaluators.answers import RequirementsAnswer, SupportAnswer
 from seer_metrics.evaluators.base import Evaluator
@@ -28,6 +27,7 @@ from seer_metrics.evaluators.llm import (
     RateLimiter,
     retry_after_seconds,
 )
+from seer_metrics.judgment_store import JudgmentStore, judgment_key, requirements_key
 from seer_pipelines.commands import evaluate as evaluate_command
 from seer_testing.fake_judge import (
     REQUIREMENTS_SCHEMA_NAME,
@@ -586,7 +586,7 @@ def test_lone_surrogates_and_nul_never_break_a_cache_key() -> None:
 
 _KILLED_JUDGE = """
 import asyncio, json, sys
-from seer_metrics.cache import JudgmentStore
+from seer_metrics.judgment_store import JudgmentStore
 from seer_metrics.evaluators.caching import CachingEvaluator
 from seer_metrics.evaluators.llm import LLMEvaluator, LLMSettings
 from seer_metrics.events import RetrievalEvent

@@ -27,10 +27,10 @@ from dagster import (
     materialize,
 )
 
-from seer_metrics.cache import judgment_key
 from seer_metrics.evaluators.base import EvaluationOutcome
 from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent
+from seer_metrics.judgment_store import judgment_key
 from seer_pipelines.assets.events import retrieval_events
 from seer_pipelines.assets.judgments import event_judgments, judge_partition
 from seer_pipelines.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset

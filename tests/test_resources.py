@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import parse_timestamp
-from seer_metrics.redaction import redact_url
+from seer_metrics.text.redaction import redact_url
 from seer_pipelines.demo_data.synthetic import generate_events, write_events
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.day import epoch_text_value
@@ -458,10 +458,10 @@ def test_two_runs_of_the_same_day_on_postgres(postgres_url, postgres_schema) -> 
 
 
 def test_one_redact_url_for_the_whole_project() -> None:
-    import seer_metrics.redaction
+    import seer_metrics.text.redaction
     import seer_pipelines.resources
 
-    assert seer_pipelines.resources.redact_url is seer_metrics.redaction.redact_url
+    assert seer_pipelines.resources.redact_url is seer_metrics.text.redaction.redact_url
 
 
 @pytest.mark.parametrize(

@@ -17,8 +17,7 @@ import pytest
 
 from seer_metrics.judgment import InvalidJudgmentError, Judgment, Requirement, judgment_parts
 from seer_metrics.rows import USAGE_COLUMNS, event_metric_rows, passage_rows
-from seer_metrics.scoring import score_events
-from seer_metrics.slices import METRICS
+from seer_metrics.scoring import METRICS, score_events
 from seer_metrics.totals import ScoreTotals
 
 ODD_IDS = ["p1", "é", "\u0000nul", "\ud800lone", "𝔘", "", " p1 ", "1"]

@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from seer_metrics.events import NOT_SAMPLED
 from seer_metrics.rules import DEFAULT_RULES, CheckOutcome
-from seer_metrics.sampling import SamplingSettings, plan_sample, stratum_label
-from seer_metrics.slices import NOT_SAMPLED, metadata_value, slice_metrics
+from seer_metrics.slices import metadata_value, slice_metrics
+from seer_metrics.spend.sampling import SamplingSettings, plan_sample, stratum_label
 from seer_pipelines.demo_data.realistic import Release, generate_stream, ideal_scores
 from seer_pipelines.demo_data.replay import ReplayedDay, replay_rules
 

@@ -12,11 +12,11 @@ import pytest
 import sqlalchemy as sa
 from dagster import AssetCheckSeverity, instance_for_test, materialize
 
-from seer_metrics.budget import Budget, BudgetTracker
-from seer_metrics.cache import JudgmentRecord, JudgmentStore, judgment_key
 from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import RetrievalEvent
+from seer_metrics.judgment_store import JudgmentRecord, JudgmentStore, judgment_key
 from seer_metrics.rules import DEFAULT_RULES, evaluate_rules
+from seer_metrics.spend.budget import Budget, BudgetTracker
 from seer_pipelines.assets.events import retrieval_events
 from seer_pipelines.assets.judgments import event_judgments
 from seer_pipelines.assets.metrics import event_metrics, slice_metrics_asset

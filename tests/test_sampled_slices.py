@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seer_metrics.sampling import SamplingSettings, estimate_mean, plan_sample, stratum_label
-from seer_metrics.slices import SLICE_COLUMNS, PairSliceBounds, SliceAccumulator, slice_metrics
+from seer_metrics.slices import SLICE_COLUMNS, SliceAccumulator, slice_metrics
+from seer_metrics.slices.groups import PairSliceBounds
+from seer_metrics.spend.sampling import SamplingSettings, estimate_mean, plan_sample, stratum_label
 
 KEYS = ("env", "feature_flag")
 DAY = date(2026, 11, 1)

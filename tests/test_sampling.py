@@ -10,7 +10,9 @@ import pytest
 
 from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import RetrievalEvent
-from seer_metrics.sampling import (
+from seer_metrics.scoring import score_event
+from seer_metrics.slices import metadata_value
+from seer_metrics.spend.sampling import (
     SamplingConfigError,
     SamplingSettings,
     allocate,
@@ -19,8 +21,6 @@ from seer_metrics.sampling import (
     sampling_hash,
     stratum_label,
 )
-from seer_metrics.scoring import score_event
-from seer_metrics.slices import metadata_value
 from seer_pipelines.demo_data.synthetic import generate_events
 
 SLICE_KEYS = ("env", "feature_flag", "tenant")

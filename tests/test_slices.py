@@ -10,7 +10,8 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from seer_metrics.slices import SLICE_COLUMNS, PairSliceBounds, SliceAccumulator, slice_metrics
+from seer_metrics.slices import SLICE_COLUMNS, SliceAccumulator, slice_metrics
+from seer_metrics.slices.groups import PairSliceBounds
 
 
 def _scores() -> pd.DataFrame:

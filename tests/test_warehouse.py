@@ -13,7 +13,7 @@ from json_values import joined_texts, json_like_of, texts
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.dialects.postgresql import psycopg2
 
-from seer_metrics.cache import JudgmentStore
+from seer_metrics.judgment_store import JudgmentStore
 from seer_pipelines.cli import main
 from seer_pipelines.resources import WarehouseResource
 from seer_pipelines.warehouse.day import canonical_event_id, day_of

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator, TokenUsage
 
 if TYPE_CHECKING:
-    from seer_metrics.cache import JudgmentStore
+    from seer_metrics.judgment_store import JudgmentStore
 
 # Kinds `build_evaluator` understands, in the order shown to users.
 EVALUATOR_KINDS: tuple[str, ...] = ("lexical", "openai")

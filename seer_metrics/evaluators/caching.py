@@ -16,10 +16,10 @@ from dataclasses import replace
 
 from sqlalchemy import exc
 
-from seer_metrics.cache import JudgmentRecord, JudgmentStore, judgment_key
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator, OutcomeCallback, TokenUsage
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Judgment
+from seer_metrics.judgment_store import JudgmentRecord, JudgmentStore, judgment_key
 
 logger = logging.getLogger(__name__)
 

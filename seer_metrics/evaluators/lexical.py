@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-from seer_metrics.cache import normalise_text
 from seer_metrics.evaluators.base import EvaluationOutcome
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Judgment, Requirement
+from seer_metrics.judgment_store import normalise_text
 
 LEXICAL_MODEL = "lexical-v1"
 LEXICAL_PROMPT_VERSION = "heuristic-3"

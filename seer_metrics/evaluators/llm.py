@@ -32,12 +32,6 @@ from pydantic import BaseModel
 if TYPE_CHECKING:  # imported where used: the SDK takes ~0.5 s, every step process pays it
     import openai
 
-from seer_metrics.cache import (
-    JudgmentStore,
-    RequirementsRecord,
-    normalise_text,
-    requirements_key,
-)
 from seer_metrics.evaluators import prompts
 from seer_metrics.evaluators.answers import RequirementsAnswer, SupportAnswer, SupportItem
 from seer_metrics.evaluators.base import EvaluationOutcome, OutcomeCallback, TokenUsage
@@ -57,7 +51,13 @@ from seer_metrics.evaluators.replies import (
 )
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Judgment, Requirement
-from seer_metrics.redaction import redact_url
+from seer_metrics.judgment_store import (
+    JudgmentStore,
+    RequirementsRecord,
+    normalise_text,
+    requirements_key,
+)
+from seer_metrics.text.redaction import redact_url
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import pandas as pd
 from seer_metrics.rules import wording
 from seer_metrics.rules.model import CheckOutcome, RestOfParent
 from seer_metrics.rules.scope import slice_components
-from seer_metrics.slices import ALL_SLICE
+from seer_metrics.slices.groups import ALL_SLICE
 
 _SEVERITY_ORDER = {"ERROR": 0, "WARN": 1}
 

@@ -41,7 +41,7 @@ from seer_metrics.rules.model import (
     Severity,
     SliceOverride,
 )
-from seer_metrics.slices import ALL_SLICE
+from seer_metrics.slices.groups import ALL_SLICE
 
 RULES_FILE_ENV = "SEER_RULES_FILE"
 DEFAULT_RULES_RESOURCE = "default_rules.yaml"

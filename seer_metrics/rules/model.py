@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import date, datetime
 from typing import Any, Literal
 
-from seer_metrics.slices import METRICS
+from seer_metrics.scoring import METRICS
 
 Severity = Literal["WARN", "ERROR"]
 Status = Literal["pass", "fail", "not_enough_data", "no_baseline"]

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 
 from seer_metrics.rules.model import Rule
-from seer_metrics.slices import ALL_SLICE
+from seer_metrics.slices.groups import ALL_SLICE
 
 # a comma starts a new component only when a `key=` follows it, so values may hold commas
 _COMPONENT_SPLIT = re.compile(r",(?=[A-Za-z_][A-Za-z0-9_.\-]*=)")

@@ -10,7 +10,8 @@ from typing import Any
 import pandas as pd
 
 from seer_metrics.rules import slice_components
-from seer_metrics.slices import ALL_SLICE, metadata_value
+from seer_metrics.slices import metadata_value
+from seer_metrics.slices.groups import ALL_SLICE
 
 EXAMPLES_PER_SLICE = 3
 

@@ -14,9 +14,9 @@ from datetime import date
 from typing import Any
 from urllib.parse import quote
 
-from seer_metrics.redaction import shorten
 from seer_metrics.rules import CheckOutcome, outcome_summary
-from seer_metrics.slices import ALL_SLICE
+from seer_metrics.slices.groups import ALL_SLICE
+from seer_metrics.text.redaction import shorten
 from seer_pipelines.alerts.outbox import Alert
 
 DEFAULT_DAGSTER_URL = "http://localhost:3000"

@@ -26,12 +26,11 @@ from dagster import (
 )
 from pydantic import Field
 
-from seer_metrics.cache import JudgmentStore
 from seer_metrics.evaluators.base import Evaluator
 from seer_metrics.evaluators.caching import CachingEvaluator
-from seer_metrics.events import InvalidEventError, RetrievalEvent
+from seer_metrics.events import NOT_SAMPLED, SKIPPED_BUDGET, InvalidEventError, RetrievalEvent
+from seer_metrics.judgment_store import JudgmentStore
 from seer_metrics.rows import first_by_event_ts, invalid_row, judged_row
-from seer_metrics.slices import NOT_SAMPLED, SKIPPED_BUDGET
 from seer_pipelines.assets.events import GROUP_NAME, retrieval_events
 from seer_pipelines.assets.table_schemas import table_metadata
 from seer_pipelines.batch_judging import advance_day, batch_budget_gate, batch_metadata

@@ -20,14 +20,12 @@ from dagster import (
 from pydantic import Field
 
 from seer_metrics.rows import JUDGMENT_READ_COLUMNS, event_metric_rows, passage_rows
-from seer_metrics.slices import (
-    DEFAULT_BLOAT_LINE,
+from seer_metrics.scoring import METRICS
+from seer_metrics.slices import DEFAULT_BLOAT_LINE, DEFAULT_SLICE_KEYS, SliceAccumulator
+from seer_metrics.slices.groups import (
     DEFAULT_MAX_PAIR_SLICES,
     DEFAULT_PAIR_MINIMUM_EVENTS,
-    DEFAULT_SLICE_KEYS,
-    METRICS,
     PairSliceBounds,
-    SliceAccumulator,
 )
 from seer_metrics.totals import ScoreTotals
 from seer_pipelines.assets.events import GROUP_NAME

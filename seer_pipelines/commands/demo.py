@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from seer_metrics.redaction import redact_url
+from seer_metrics.text.redaction import redact_url
 from seer_pipelines.demo_data.realistic import DEFAULT_EVENTS_PER_DAY, Release
 from seer_pipelines.instance import write_local_instance
 from seer_pipelines.resources import WarehouseConfigError, WarehouseResource, default_warehouse_url

@@ -6,12 +6,12 @@ import argparse
 import json
 import sys
 
-from seer_metrics.cost_estimate import CostEstimate, estimate_cost, token_counter
 from seer_metrics.evaluators.llm import DEFAULT_MODEL, DEFAULT_PRICES, LLMSettings, parse_prices
 from seer_metrics.events import InvalidEventError, RetrievalEvent
-from seer_metrics.jsonl import numbered_json_lines
-from seer_metrics.sampling import SamplePlanner, SamplingConfigError, SamplingSettings
 from seer_metrics.slices import DEFAULT_SLICE_KEYS, event_stratum
+from seer_metrics.spend.cost_estimate import CostEstimate, estimate_cost, token_counter
+from seer_metrics.spend.sampling import SamplePlanner, SamplingConfigError, SamplingSettings
+from seer_metrics.text.jsonl import numbered_json_lines
 from seer_pipelines.commands import UsageError
 from seer_pipelines.commands.evaluate import check_input_file
 from seer_pipelines.settings import setting

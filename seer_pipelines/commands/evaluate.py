@@ -25,14 +25,14 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from seer_metrics.cache import JudgmentStore
 from seer_metrics.evaluators import build_evaluator
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
 from seer_metrics.evaluators.caching import CachingEvaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent
-from seer_metrics.jsonl import numbered_lines, open_binary, parse_json_line
-from seer_metrics.redaction import redact_url
+from seer_metrics.judgment_store import JudgmentStore
 from seer_metrics.rows import event_metric_rows, invalid_row, judged_row, score_line_row
+from seer_metrics.text.jsonl import numbered_lines, open_binary, parse_json_line
+from seer_metrics.text.redaction import redact_url
 from seer_metrics.totals import ScoreTotals
 from seer_pipelines.commands import UsageError
 from seer_pipelines.settings import environment, setting

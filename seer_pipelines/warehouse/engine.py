@@ -13,7 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from seer_metrics.redaction import redact_url
+from seer_metrics.text.redaction import redact_url
 
 DEFAULT_WAREHOUSE_PATH = Path(".seer") / "warehouse.sqlite"
 

@@ -4,7 +4,7 @@ Every output table carries `partition_date`; a partition is replaced as a whole 
 `writer.PartitionWriter`). Each table has a `__staging` twin where a run stages its rows
 chunk by chunk before the single swap transaction; every writer's rows carry its own
 `staging_run` id, so runs of the same day never touch each other's rows. The judgment
-cache tables belong to `seer_metrics.cache` (the pure package cannot import this one).
+cache tables belong to `seer_metrics.judgment_store` (the pure package cannot import this one).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from functools import lru_cache
 
 import sqlalchemy as sa
 
-from seer_metrics.slices import COUNT_COLUMNS, METRICS, SLICE_COLUMNS
+from seer_metrics.scoring import METRICS
+from seer_metrics.slices import COUNT_COLUMNS, SLICE_COLUMNS
 
 JUDGMENTS_TABLE = "seer_judgments"
 EVENT_METRICS_TABLE = "seer_event_metrics"

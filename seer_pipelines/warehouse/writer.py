@@ -13,7 +13,7 @@ import pandas as pd
 import sqlalchemy as sa
 from psycopg2.extras import execute_values
 
-from seer_metrics.cleaning import clean_json, clean_text, json_text_is_clean
+from seer_metrics.text.cleaning import clean_json, clean_text, json_text_is_clean
 from seer_pipelines.warehouse.schema import (
     STAGING_RUN_COLUMN,
     STAGING_SEQUENCE_COLUMN,

@@ -11,14 +11,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from seer_metrics.cache import (
-    JudgmentRecord,
-    JudgmentStore,
-    RequirementsRecord,
-    judgment_key,
-    requirements_key,
-)
-from seer_metrics.cost_estimate import BATCH_PRICE_FACTOR
 from seer_metrics.evaluators import prompts
 from seer_metrics.evaluators.answers import RequirementsAnswer, SupportAnswer
 from seer_metrics.evaluators.base import TokenUsage
@@ -58,6 +50,14 @@ from seer_metrics.evaluators.replies import (
 )
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Requirement
+from seer_metrics.judgment_store import (
+    JudgmentRecord,
+    JudgmentStore,
+    RequirementsRecord,
+    judgment_key,
+    requirements_key,
+)
+from seer_metrics.spend.cost_estimate import BATCH_PRICE_FACTOR
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from seer_metrics.cache import JudgmentStore, judgment_key, requirements_key
 from seer_metrics.evaluators import prompts
 from seer_metrics.evaluators.batch.records import ENDPOINT, PHASES, REQUIREMENTS_PHASE
 from seer_metrics.evaluators.llm import LLMSettings
@@ -31,6 +30,7 @@ from seer_metrics.evaluators.replies import (
 )
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Requirement
+from seer_metrics.judgment_store import JudgmentStore, judgment_key, requirements_key
 
 logger = logging.getLogger(__name__)
 

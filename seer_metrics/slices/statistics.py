@@ -3,7 +3,7 @@
 A fully judged day gives plain means, shares and quantiles over the defined values, with
 sampling errors of 0. On a sampled day each judged event stands for its stratum with the
 weight N / n: the means and shares are ratio estimators with their standard errors from
-the sampling (`seer_metrics.sampling`), the spread and quantiles are weighted.
+the sampling (`seer_metrics.spend.sampling`), the spread and quantiles are weighted.
 """
 
 from __future__ import annotations
@@ -15,13 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from seer_metrics.coded_columns import CodedNumbers
-from seer_metrics.sampling import estimate_domain_mean
+from seer_metrics.events import NOT_SAMPLED, SKIPPED_BUDGET
+from seer_metrics.scoring import METRICS
+from seer_metrics.slices.coded_columns import CodedNumbers
+from seer_metrics.spend.sampling import estimate_domain_mean
 
-METRICS = ("recall", "precision", "f1", "ndcg")
-# Statuses of events left unjudged on purpose: outside the day's sample, or past its budget.
-NOT_SAMPLED = "not_sampled"
-SKIPPED_BUDGET = "skipped_budget"
 NUMERIC_COLUMNS = (*METRICS, "k", "prompt_tokens", "completion_tokens", "cost_usd")
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from seer_metrics.slice_groups import KeyGroups
+from seer_metrics.slices.groups import KeyGroups
 
 # The first buffer's capacity, in events; each later one doubles it.
 _FIRST_CAPACITY = 4_096

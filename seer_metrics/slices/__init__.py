@@ -1,7 +1,7 @@
 """Per-(day, slice) aggregates.
 
 A slice is `all`, one value of one metadata key (`env=prod`), or one value of each of two
-keys (`env=prod,feature_flag=retrieval-v2`), bounded by volume (`seer_metrics.slice_groups`
+keys (`env=prod,feature_flag=retrieval-v2`), bounded by volume (`seer_metrics.slices.groups`
 forms the groups and says why).
 
 Means, shares and quantiles are taken over defined values only (NULL metrics are left
@@ -11,10 +11,10 @@ judge drops against noise.
 A sampled day (events with status `not_sampled` or `skipped_budget`) is estimated from its
 judged events: each stands for its stratum (`stratum`: the event's values of the slice keys
 the day was sampled by) with the weight N / n, the means and shares are ratio estimators
-and `se_*` their standard errors from the sampling (`seer_metrics.sampling`); `count_*`
+and `se_*` their standard errors from the sampling (`seer_metrics.spend.sampling`); `count_*`
 stays the number of judged events behind each figure. A fully judged day gives exactly
 the plain means, with sampling errors of 0. The statistics of one slice are computed in
-`seer_metrics.slice_statistics`; this module forms the rows of a day.
+`seer_metrics.slices.statistics`; this module forms the rows of a day.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from seer_metrics.coded_columns import CodedNumbers, CodedTexts, GrowingArray
-from seer_metrics.sampling import stratum_label
-from seer_metrics.slice_groups import (
+from seer_metrics.events import NOT_SAMPLED, SKIPPED_BUDGET
+from seer_metrics.scoring import METRICS
+from seer_metrics.slices.coded_columns import CodedNumbers, CodedTexts, GrowingArray
+from seer_metrics.slices.groups import (
     ALL_SLICE,
     DEFAULT_MAX_PAIR_SLICES,
     DEFAULT_PAIR_MINIMUM_EVENTS,
@@ -41,15 +42,13 @@ from seer_metrics.slice_groups import (
     positions_by_code,
     slice_label,
 )
-from seer_metrics.slice_statistics import (
-    METRICS,
-    NOT_SAMPLED,
+from seer_metrics.slices.statistics import (
     NUMERIC_COLUMNS,
-    SKIPPED_BUDGET,
     DayArrays,
     slice_statistics,
     status_classes,
 )
+from seer_metrics.spend.sampling import stratum_label
 
 DEFAULT_SLICE_KEYS = ("env", "feature_flag")
 DEFAULT_BLOAT_LINE = 0.35

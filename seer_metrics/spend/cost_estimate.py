@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from seer_metrics.cache import normalise_text
 from seer_metrics.evaluators.prompts import (
     REQUIREMENTS_SCHEMA,
     REQUIREMENTS_SCHEMA_NAME,
@@ -34,6 +33,7 @@ from seer_metrics.evaluators.prompts import (
     support_messages,
 )
 from seer_metrics.events import RetrievalEvent
+from seer_metrics.judgment_store import normalise_text
 
 # Means of real replies (gpt-4o-mini on multi-hop QA): about 100 completion tokens an
 # event over its two calls.

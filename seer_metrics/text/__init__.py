@@ -1,0 +1,1 @@
+"""Text handling: cleaning what no database accepts, JSON Lines reading, redaction."""
