@@ -97,14 +97,14 @@ def check_result_metadata(rule_name: str, outcomes: Sequence[CheckOutcome]) -> d
 
 
 def read_slice_rows(
-    warehouse: WarehouseResource, day: date, trailing_days: int
+    warehouse: WarehouseResource, day: date, history_days: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the day's slice rows, the `trailing_days` before it) from `seer_slice_metrics`."""
+    """(the day's slice rows, the `history_days` before it) from `seer_slice_metrics`."""
     warehouse.ensure_output_tables()
     today = warehouse.read_partition_frame(SLICE_METRICS_TABLE, day)
-    if trailing_days > 0:
+    if history_days > 0:
         history = warehouse.read_table_range(
-            SLICE_METRICS_TABLE, day - timedelta(days=trailing_days), day - timedelta(days=1)
+            SLICE_METRICS_TABLE, day - timedelta(days=history_days), day - timedelta(days=1)
         )
     else:
         history = today.iloc[0:0]
@@ -217,7 +217,7 @@ def build_slice_checks(
         # Partitioned checks are a Dagster preview feature, used knowingly (per-day results).
         warnings.simplefilter("ignore", PreviewWarning)
         specs = _check_specs(rules, partitions_def, asset_key)
-    trailing_days = rules.trailing_days
+    history_days = rules.history_days
 
     @multi_asset_check(
         name="seer_slice_checks",
@@ -230,8 +230,14 @@ def build_slice_checks(
         slack: SlackAlertResource,
     ) -> Iterator[AssetCheckResult]:
         day = partition_day(context.partition_key)
-        today, history = read_slice_rows(warehouse, day, trailing_days)
-        outcomes = evaluate_rules(rules, today, history, day) if len(today) else []
+        today, history = read_slice_rows(warehouse, day, history_days)
+        # The breakage the baselines must not learn, from the stored verdicts. Read outside
+        # the alerting guard: without it a broken index would become the "normal" level.
+        store = IncidentStore(
+            warehouse.get_engine(), warehouse.resolved_schema(), rules.close_after_passes
+        )
+        excluded = store.baseline_exclusions(day, rules) if len(today) else {}
+        outcomes = evaluate_rules(rules, today, history, day, excluded) if len(today) else []
         failing = [o for o in outcomes if o.failed]
         context.log.info(
             f"{day}: {len(today)} slices, {len(outcomes)} rule outcomes, {len(failing)} failing"

@@ -152,7 +152,7 @@ def test_a_chronic_breach_pages_once_and_recovers_once_in_its_thread(engine) -> 
         for _ in range(2):
             dispatcher.alert_on_day(DAYS[5], [outcome(DAYS[5], "pass")], "run")
         [reply] = slack.replies(root)
-        assert reply["text"] == f"Seer: recall_other_slices on env=dev recovered on {DAYS[5]}"
+        assert reply["text"] == f"Seer: recovered on {DAYS[5]}: recall_other_slices on env=dev"
         assert f"failing {DAYS[0]} to {DAYS[4]}" in reply["blocks"][0]["text"]["text"]
     [run] = IncidentStore(engine).runs("recall_other_slices")
     assert (run.incident.opened_on, run.incident.closed_on, run.failed_days) == (
@@ -179,16 +179,53 @@ def test_only_a_pass_closes_an_incident(engine, status) -> None:
         assert len(slack.messages) == 2
 
 
-def test_a_drop_pages_every_failing_day_and_replies_when_it_passes(engine) -> None:
+def test_a_drop_pages_when_it_opens_and_replies_once_when_it_recovers(engine) -> None:
     with FakeSlack() as slack:
         dispatcher = dispatcher_for(engine, slack)
         for day in DAYS[:2]:
             dispatcher.alert_on_day(day, [outcome(day, "fail", "f1_drop", "env=prod")], "r")
-        assert len(slack.messages) == 2
+        assert len(slack.messages) == 1  # the second failing day is carried, no new page
         first = next(r.ts for r in slack.requests if r.accepted)
-        dispatcher.alert_on_day(DAYS[2], [outcome(DAYS[2], "pass", "f1_drop", "env=prod")], "r")
-        assert [m["thread_ts"] for m in slack.replies(first)] == [first]
-        assert len(slack.messages) == 3
+        recovering = outcome(DAYS[2], "pass", "f1_drop", "env=prod").replace(observed=0.79)
+        dispatcher.alert_on_day(DAYS[2], [recovering], "r")
+        [reply] = slack.replies(first)
+        assert reply["thread_ts"] == first
+        assert "mean f1 back to 0.790 (0.800 before the incident; 0.600 when it opened)" in str(
+            reply["blocks"]
+        )
+        assert len(slack.messages) == 2
+
+
+def test_a_drop_not_yet_back_within_noise_stays_open(engine) -> None:
+    with FakeSlack() as slack:
+        dispatcher = dispatcher_for(engine, slack)
+        dispatcher.alert_on_day(DAYS[0], [outcome(DAYS[0], "fail", "f1_drop", "env=prod")], "r")
+        still_low = outcome(DAYS[1], "pass", "f1_drop", "env=prod").replace(inconclusive=True)
+        changes = dispatcher.alert_on_day(DAYS[1], [still_low], "r").incidents
+        assert [i.opened_on for i in changes.drops.carried] == [DAYS[0]]
+        assert AlertOutbox(engine).rows(kind=KIND_RECOVERED) == []
+        assert len(slack.messages) == 1
+
+
+def test_an_open_incident_pages_again_once_when_it_gets_much_worse(engine) -> None:
+    def failing(day: date, observed: float) -> CheckOutcome:
+        return outcome(day, "fail", "f1_drop", "env=prod").replace(
+            observed=observed, escalation_step=0.15, noise=0.05
+        )
+
+    with FakeSlack() as slack:
+        dispatcher = dispatcher_for(engine, slack)
+        dispatcher.alert_on_day(DAYS[0], [failing(DAYS[0], 0.6)], "r")
+        dispatcher.alert_on_day(DAYS[1], [failing(DAYS[1], 0.5)], "r")  # worse, not by 0.15
+        assert len(slack.top_level_messages) == 1
+        dispatcher.alert_on_day(DAYS[2], [failing(DAYS[2], 0.2)], "r")  # much worse
+        assert len(slack.top_level_messages) == 2
+        assert (
+            f"still open since {DAYS[0]}, now much worse: mean f1 0.200, was 0.600 when it "
+            "opened" in str(slack.top_level_messages[-1]["blocks"])
+        )
+        dispatcher.alert_on_day(DAYS[3], [failing(DAYS[3], 0.0)], "r")  # once per incident
+        assert len(slack.top_level_messages) == 2
 
 
 def test_recovered_reply_waits_out_a_slack_outage_and_is_posted_once(engine) -> None:

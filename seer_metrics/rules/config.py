@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 
 from seer_metrics.rules.model import (
+    DEFAULT_BASELINE_LOOKBACK_DAYS,
     DEFAULT_CLOSE_AFTER_PASSES,
     DEFAULT_CONFIDENCE,
     DEFAULT_FALSE_DISCOVERY_RATE,
@@ -183,10 +184,10 @@ class RuleModel(_Section):
     overrides: tuple[OverrideModel, ...] = ()
     description: Annotated[str, BeforeValidator(_text)] = ""
     intersections: Annotated[bool, BeforeValidator(_flag)] | None = None
+    worsen_by: Number | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> RuleModel:
-        given = self.model_fields_set
         if self.kind == "drop":
             if self.statistic not in DROP_STATISTICS:
                 raise _KeyError(
@@ -195,8 +196,6 @@ class RuleModel(_Section):
                 )
             if self.threshold < 0:
                 raise _KeyError("threshold", f"a drop must be >= 0, got {self.threshold}")
-            if "comparison" in given:
-                raise _KeyError("comparison", "only for threshold rules")
         elif self.baseline is not None:
             if self.statistic not in SHARE_STATISTICS:
                 raise _KeyError(
@@ -245,6 +244,7 @@ class RuleModel(_Section):
             ),
             description=self.description,
             intersections=self.intersections,
+            worsen_by=self.worsen_by,
         )
 
 
@@ -255,6 +255,7 @@ class RulesFileModel(_Section):
     minimum_sample: PositiveInt = DEFAULT_MINIMUM_SAMPLE
     false_discovery_rate: Rate | None = DEFAULT_FALSE_DISCOVERY_RATE
     close_after_passes: PositiveInt = DEFAULT_CLOSE_AFTER_PASSES
+    baseline_lookback_days: PositiveInt = DEFAULT_BASELINE_LOOKBACK_DAYS
     rules: tuple[RuleModel, ...] | None = None
 
 
@@ -361,6 +362,7 @@ def parse_rules_config(raw: Any, source: str = "rules") -> RulesConfig:
         minimum_sample=parsed.minimum_sample,
         false_discovery_rate=parsed.false_discovery_rate,
         close_after_passes=parsed.close_after_passes,
+        baseline_lookback_days=parsed.baseline_lookback_days,
     )
 
 

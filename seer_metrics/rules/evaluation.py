@@ -21,7 +21,7 @@ rule reports `not_enough_data`, never a pass or a fail.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import date
 from typing import Any
 
@@ -29,10 +29,18 @@ import pandas as pd
 
 from seer_metrics.rules import wording
 from seer_metrics.rules.levels import evaluate_level
-from seer_metrics.rules.model import CheckOutcome, Rule, RulesConfig, as_date
+from seer_metrics.rules.model import (
+    SHARE_STATISTICS,
+    STATISTICS,
+    CheckOutcome,
+    Rule,
+    RulesConfig,
+    as_date,
+)
 from seer_metrics.rules.readings import (
     TOLERANCE,
     Effective,
+    SliceHistory,
     daily_values,
     day_variance,
     effective,
@@ -40,6 +48,7 @@ from seer_metrics.rules.readings import (
     number_or_none,
     represented_events,
     sampling_error,
+    window_start,
 )
 from seer_metrics.rules.scope import in_scope, slice_matches
 from seer_metrics.rules.statistics import (
@@ -47,6 +56,7 @@ from seer_metrics.rules.statistics import (
     benjamini_hochberg,
     one_sided_p_value,
     pool_groups,
+    share_std,
     z_value,
 )
 
@@ -59,11 +69,15 @@ def _evaluate_drop(
     baseline: PooledSample | None,
     baseline_label: str,
 ) -> CheckOutcome:
-    metric = rule.statistic.removeprefix("mean_")
-    observed = number_or_none(row.get(rule.statistic))
-    sample = event_count(row.get(f"count_{metric}"))
+    """A change against the baseline: it fails when the statistic moved the bad way
+    (`comparison`: below, it fell; above, it rose) by at least the threshold and beyond
+    noise. A pass that is not back within noise of the baseline is `inconclusive`: it
+    keeps an open incident open, so "recovered" waits for the slice to really recover."""
+    statistic = rule.statistic
+    observed = number_or_none(row.get(statistic))
+    sample = event_count(row.get(STATISTICS[statistic][0]))
     label = base["slice"]
-    what = wording.statistic_label(rule.statistic)
+    what = wording.statistic_label(statistic)
     if observed is None or sample < settings.minimum_sample:
         return CheckOutcome(
             **base,
@@ -71,7 +85,7 @@ def _evaluate_drop(
             observed=observed,
             sample_size=sample,
             baseline_label=baseline_label,
-            message=wording.not_enough_data(label, sample, metric, settings.minimum_sample),
+            message=wording.not_enough_data(label, sample, what, settings.minimum_sample),
         )
     if baseline is None or baseline.count < settings.minimum_sample:
         size = 0 if baseline is None else baseline.count
@@ -85,39 +99,44 @@ def _evaluate_drop(
             baseline_sample_size=size,
             message=wording.no_baseline(label, what, baseline_label, size, settings.minimum_sample),
         )
-    delta = baseline.mean - observed
-    observed_std = number_or_none(row.get(f"std_{metric}")) or 0.0
+    worse = baseline.mean - observed if rule.comparison == "below" else observed - baseline.mean
+    if statistic in SHARE_STATISTICS:
+        observed_std = share_std(observed, sample)
+    else:
+        observed_std = number_or_none(row.get(statistic.replace("mean_", "std_"))) or 0.0
     # On a sampled day both sides also carry their sampling variance (see day_variance).
     standard_error = math.sqrt(
-        day_variance(row, rule.statistic, observed_std, sample)
+        day_variance(row, statistic, observed_std, sample)
         + baseline.mean_variance
         + baseline.between_day_variance
     )
     noise = z_value(rule.confidence) * standard_error if rule.confidence is not None else 0.0
-    failed = delta >= settings.threshold - TOLERANCE and delta > noise
+    failed = worse >= settings.threshold - TOLERANCE and worse > noise
     return CheckOutcome(
         **base,
         status="fail" if failed else "pass",
         observed=observed,
         sample_size=sample,
+        inconclusive=not failed and worse > noise,
         baseline=baseline.mean,
         baseline_label=baseline_label,
         baseline_sample_size=baseline.count,
-        delta=delta,
+        delta=worse,
         noise=noise,
-        p_value=one_sided_p_value(delta, standard_error),
+        p_value=one_sided_p_value(worse, standard_error),
         message=wording.drop_message(
             label,
-            rule.statistic,
+            statistic,
             observed,
             sample,
             baseline.mean,
             baseline.count,
             baseline_label,
-            delta,
+            worse,
             settings.threshold,
             noise,
             failed,
+            rule.comparison,
         ),
     )
 
@@ -125,29 +144,33 @@ def _evaluate_drop(
 def _drop_baseline(
     rule: Rule,
     today_rows: Mapping[str, Mapping[str, Any]],
-    past: pd.DataFrame | None,
+    history: SliceHistory,
     day: date,
 ) -> tuple[PooledSample | None, str]:
     assert rule.baseline is not None
     description = rule.baseline.describe()
     if rule.baseline.slice is not None:
-        metric = rule.statistic.removeprefix("mean_")
         other = today_rows.get(rule.baseline.slice)
         if other is None:
             return None, description
-        mean, count = (
-            number_or_none(other.get(f"mean_{metric}")),
-            event_count(other.get(f"count_{metric}")),
-        )
+        statistic = rule.statistic
+        mean = number_or_none(other.get(statistic))
+        count = event_count(other.get(STATISTICS[statistic][0]))
         if mean is None or count == 0:
             return None, description
-        std = number_or_none(other.get(f"std_{metric}")) or 0.0
+        if statistic in SHARE_STATISTICS:
+            std = share_std(mean, count)
+        else:
+            std = number_or_none(other.get(statistic.replace("mean_", "std_"))) or 0.0
         population = represented_events(other, count)
-        error = sampling_error(other, rule.statistic)
+        error = sampling_error(other, statistic)
         return pool_groups([mean], [std], [count], [population], [error]), description
-    daily = daily_values(rule, past, day)
+    daily = daily_values(rule, history.past, day, history.excluded, history.lookback_days)
     if not daily.counts:
         return None, description
+    start = window_start(day, rule.baseline.trailing_days, history.excluded, history.lookback_days)
+    if (day - start).days > rule.baseline.trailing_days:
+        description = f"{description} before the incident"
     return (
         pool_groups(
             daily.values, daily.stds, daily.counts, daily.populations, daily.standard_errors
@@ -191,6 +214,7 @@ def control_false_discoveries(
         if outcome.failed and not kept:
             result[index] = outcome.replace(
                 status="pass",
+                inconclusive=True,
                 message=wording.not_a_discovery(
                     outcome.message, outcome.p_value or 0.0, len(tested), rate
                 ),
@@ -198,17 +222,42 @@ def control_false_discoveries(
     return result
 
 
+def _judge_of(row: Mapping[str, Any]) -> str | None:
+    judge = row.get("judge")
+    return judge if isinstance(judge, str) and judge else None
+
+
+def _slice_history(
+    config: RulesConfig,
+    statistic: str,
+    label: str,
+    past: pd.DataFrame | None,
+    excluded_days: Mapping[tuple[str, str], Collection[date]],
+    judge: str | None,
+) -> SliceHistory:
+    """The days a rule on `statistic` may learn from on slice `label`: not the days of its
+    breakage (`excluded_days`), and only days judged by today's judge."""
+    excluded = set(excluded_days.get((statistic, label), ()))
+    if judge is not None and past is not None and "judge" in past.columns:
+        excluded.update(past.loc[past["judge"].notna() & (past["judge"] != judge), "_day"])
+    return SliceHistory(past, frozenset(excluded), config.baseline_lookback_days)
+
+
 def evaluate_rules(
     config: RulesConfig,
     today: pd.DataFrame,
     history: pd.DataFrame | None = None,
     partition_date: date | str | None = None,
+    excluded_days: Mapping[tuple[str, str], Collection[date]] | None = None,
 ) -> list[CheckOutcome]:
     """Apply every rule to every slice in its scope for one day.
 
     `today` holds that day's rows of the slice table; `history` earlier days (any range:
     each rule takes its own trailing window, the day itself excluded). The day is
-    `partition_date`, else the one day of `today`'s rows.
+    `partition_date`, else the one day of `today`'s rows. `excluded_days` maps (statistic,
+    slice) to the days its baselines must not learn (`baseline_exclusions`: the days of
+    its change incidents); days judged by another judge than today's (the `judge` column)
+    are left out too, so a judge change starts a new baseline instead of paging.
     """
     day = _day_of(today, partition_date)
     past_by_slice = _history_by_slice(history)
@@ -231,12 +280,23 @@ def evaluate_rules(
                 "threshold": settings.threshold,
                 "partition_date": day,
                 "high_priority": high,
+                "worse_when": rule.worse_when,
+                "escalation_step": rule.escalation_step,
             }
-            past = past_by_slice.get(label)
+            slice_history = _slice_history(
+                config,
+                rule.statistic,
+                label,
+                past_by_slice.get(label),
+                excluded_days or {},
+                _judge_of(row),
+            )
             if rule.kind == "threshold":
-                outcomes.append(evaluate_level(rule, row, settings, base, past))
+                outcomes.append(evaluate_level(rule, row, settings, base, slice_history))
             else:
-                baseline, description = _drop_baseline(rule, today_rows, past, day or date.min)
+                baseline, description = _drop_baseline(
+                    rule, today_rows, slice_history, day or date.min
+                )
                 outcomes.append(_evaluate_drop(rule, row, settings, base, baseline, description))
     return control_false_discoveries(outcomes, config.false_discovery_rate)
 

@@ -10,13 +10,16 @@ carries the incident and restarts the count. A day that says nothing about the l
 (not enough data, no baseline, a rule that did not run) carries it unchanged and does not
 count either: silence is not recovery.
 
-Drop rules are followed the same way (their runs of failing days, for the "recovered"
-reply), but a drop's run closes on its first pass: a drop is a change, and every failing
-drop pages anyway.
+Drop rules (changes against a baseline) are followed the same way, but a drop's incident
+closes on its first clear pass: the evaluation calls a drop's pass clear only when the
+slice is back within noise of its pre-incident baseline (the baseline never learns the
+days of the incident, `baseline_exclusions`), so "recovered" is never said while the
+trouble lasts; a pass short of that is `inconclusive` and carries the incident.
 
-A page is what deserves a notification: a failing drop outcome (the evaluation has already
-held the false-discovery rate across the day's drop tests), or an incident opened today.
-A chronic breach therefore pages once, not every day.
+A page is what deserves a notification: an incident opened today (for a drop, the
+evaluation has already held the false-discovery rate across the day's drop tests), or an
+open incident that got materially worse than where it opened (`escalated`: once per
+incident). An ongoing breakage or a chronic breach therefore pages once, not every day.
 
 `follow` is the transition; `advance_incidents` applies a day's outcomes to the incidents
 open before it (the daily replay, the benchmarks), and `incident_runs` / `open_before`
@@ -26,9 +29,10 @@ order): both are the same rule.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from datetime import date
+from datetime import date, timedelta
 from typing import Any, Literal
 
 from seer_metrics.rules.model import (
@@ -42,7 +46,8 @@ from seer_metrics.rules.model import (
 VerdictStatus = Literal["fail", "pass", "inconclusive"]
 # The statuses of `Verdict`, as stored in the warehouse's day sequence.
 VERDICT_STATUSES: tuple[VerdictStatus, ...] = ("fail", "pass", "inconclusive")
-Transition = Literal["opened", "carried", "closed", "quiet"]
+Transition = Literal["opened", "carried", "escalated", "closed", "quiet"]
+_TOLERANCE = 1e-12
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,28 @@ class Verdict:
     status: VerdictStatus
     severity: Severity
     message: str = ""
+    observed: float | None = None
+    baseline: float | None = None
+    noise: float | None = None
+    escalation_step: float | None = None
+    worse_when: str = "below"
+
+    def figures(self) -> dict[str, Any]:
+        """The numbers behind the verdict, as stored with it (`Verdict.of_figures` back)."""
+        return {
+            "observed": self.observed,
+            "baseline": self.baseline,
+            "noise": self.noise,
+            "escalation_step": self.escalation_step,
+            "worse_when": self.worse_when,
+        }
+
+    @staticmethod
+    def figure_fields(figures: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The keyword arguments of `Verdict` that `figures()` stored (missing: None)."""
+        figures = figures or {}
+        fields = {name: _number(figures.get(name)) for name in _FIGURES}
+        return fields | {"worse_when": str(figures.get("worse_when") or "below")}
 
     @classmethod
     def of(cls, outcome: CheckOutcome) -> Verdict | None:
@@ -79,7 +106,32 @@ class Verdict:
             status=status,
             severity=outcome.severity,
             message=outcome.message,
+            observed=outcome.observed,
+            baseline=outcome.baseline,
+            noise=outcome.noise,
+            escalation_step=outcome.escalation_step,
+            worse_when=outcome.worse_when,
         )
+
+
+_FIGURES = ("observed", "baseline", "noise", "escalation_step")
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def worsened_by(verdict: Verdict, reference: float | None) -> float | None:
+    """How far the verdict's statistic moved the bad way from `reference` (None: unknown)."""
+    if verdict.observed is None or reference is None:
+        return None
+    if verdict.worse_when == "below":
+        return reference - verdict.observed
+    return verdict.observed - reference
 
 
 @dataclass(frozen=True)
@@ -100,6 +152,13 @@ class Incident:
     kind: RuleKind = "threshold"
     failed_days: int = 1
     clear_passes: int = 0
+    # The statistic when the incident opened, the baseline it was compared with then (the
+    # level before the incident), the latest reading, and the day it paged again because
+    # it got much worse (once).
+    opened_observed: float | None = None
+    opened_baseline: float | None = None
+    last_observed: float | None = None
+    escalated_on: date | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -108,7 +167,7 @@ class Incident:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON values (days as ISO text); `Incident.from_dict` reads it back."""
         data = asdict(self)
-        for name in ("opened_on", "last_failed_on", "closed_on"):
+        for name in ("opened_on", "last_failed_on", "closed_on", "escalated_on"):
             if data[name] is not None:
                 data[name] = data[name].isoformat()
         return data
@@ -127,6 +186,12 @@ class Incident:
             kind=data.get("kind", "threshold"),
             failed_days=int(data.get("failed_days", 1)),
             clear_passes=int(data.get("clear_passes", 0)),
+            opened_observed=_number(data.get("opened_observed")),
+            opened_baseline=_number(data.get("opened_baseline")),
+            last_observed=_number(data.get("last_observed")),
+            escalated_on=None
+            if data.get("escalated_on") is None
+            else as_date(data["escalated_on"]),
         )
 
 
@@ -158,27 +223,41 @@ def follow(
                 last_failed_on=day,
                 last_message=verdict.message,
                 kind=verdict.kind,
+                opened_observed=verdict.observed,
+                opened_baseline=verdict.baseline,
+                last_observed=verdict.observed,
             )
             return opened, "opened"
-        return (
-            replace(
-                incident,
-                severity=verdict.severity,
-                last_failed_on=max(incident.last_failed_on, day),
-                last_message=verdict.message,
-                failed_days=incident.failed_days + (day > incident.last_failed_on),
-                clear_passes=0,
-            ),
-            "carried",
+        carried = replace(
+            incident,
+            severity=verdict.severity,
+            last_failed_on=max(incident.last_failed_on, day),
+            last_message=verdict.message,
+            failed_days=incident.failed_days + (day > incident.last_failed_on),
+            clear_passes=0,
+            last_observed=verdict.observed,
         )
+        if incident.escalated_on is None and much_worse(verdict, incident):
+            return replace(carried, escalated_on=day), "escalated"
+        return carried, "carried"
     if incident is None:
         return None, "quiet"
     if verdict.status == "inconclusive":
-        return replace(incident, clear_passes=0), "carried"
+        return replace(incident, clear_passes=0, last_observed=verdict.observed), "carried"
     passes = incident.clear_passes + 1
     if passes >= passes_to_close(incident.kind, close_after_passes):
-        return replace(incident, clear_passes=passes, closed_on=day), "closed"
-    return replace(incident, clear_passes=passes), "carried"
+        closed = replace(incident, clear_passes=passes, closed_on=day)
+        return replace(closed, last_observed=verdict.observed), "closed"
+    return replace(incident, clear_passes=passes, last_observed=verdict.observed), "carried"
+
+
+def much_worse(verdict: Verdict, incident: Incident) -> bool:
+    """The failing verdict is materially worse than where the incident opened: a further
+    move the bad way of at least the rule's escalation step, and beyond the day's noise."""
+    moved = worsened_by(verdict, incident.opened_observed)
+    if moved is None or verdict.escalation_step is None:
+        return False
+    return moved >= verdict.escalation_step - _TOLERANCE and moved > (verdict.noise or 0.0)
 
 
 @dataclass(frozen=True)
@@ -186,20 +265,34 @@ class IncidentChanges:
     """What one day did to the incidents, and what it pages.
 
     `opened`: incidents opened today. `carried`: incidents still open after today (failing
-    again, recovering but not yet closed, or not evaluated conclusively). `closed`:
-    incidents closed today (with `closed_on` set). `pages`: the outcomes worth a
-    notification (failing drops, then the service-level outcomes that opened an
-    incident). The incidents open after the day are `opened` plus `carried`.
+    again, recovering but not yet closed, or not evaluated conclusively). `escalated`: the
+    carried incidents that got much worse today (they page again). `closed`: incidents
+    closed today (with `closed_on` set). `pages`: the outcomes worth a notification (those
+    that opened an incident, then those that escalated one). The incidents open after the
+    day are `opened` plus `carried`.
     """
 
     opened: tuple[Incident, ...]
     carried: tuple[Incident, ...]
     closed: tuple[Incident, ...]
     pages: tuple[CheckOutcome, ...]
+    escalated: tuple[Incident, ...] = ()
 
     @property
     def still_open(self) -> tuple[Incident, ...]:
         return (*self.opened, *self.carried)
+
+    def state_of(self, rule: str, slice_label: str) -> tuple[str, Incident] | None:
+        """("opened" | "escalated" | "carried", incident) of a (rule, slice) after the day."""
+        for state, incidents in (
+            ("opened", self.opened),
+            ("escalated", self.escalated),
+            ("carried", self.carried),
+        ):
+            for incident in incidents:
+                if incident.key == (rule, slice_label):
+                    return state, incident
+        return None
 
     def of_kind(self, kind: RuleKind) -> IncidentChanges:
         """The same changes restricted to the incidents (and pages) of one kind of rule."""
@@ -208,6 +301,7 @@ class IncidentChanges:
             carried=tuple(i for i in self.carried if i.kind == kind),
             closed=tuple(i for i in self.closed if i.kind == kind),
             pages=tuple(o for o in self.pages if o.kind == kind),
+            escalated=tuple(i for i in self.escalated if i.kind == kind),
         )
 
 
@@ -218,15 +312,17 @@ def advance_incidents(
 ) -> IncidentChanges:
     """Apply one day's outcomes (of `evaluate_rules`) to the incidents open before it.
 
-    Each outcome with a verdict moves its (rule, slice) by `follow`. Pages: every failing
-    drop, and every service-level outcome that opened an incident. Running the same day
-    twice with the result of the first run gives no new page: the incident opened by the
-    first run is carried by the second.
+    Each outcome with a verdict moves its (rule, slice) by `follow`. Pages: every outcome
+    that opened an incident, then every one that escalated one. Running the same day twice
+    with the result of the first run gives no new page: the incident opened by the first
+    run is carried by the second.
     """
     state = {incident.key: incident for incident in open_incidents}
     opened: dict[tuple[str, str], Incident] = {}
+    escalated: dict[tuple[str, str], Incident] = {}
     closed: list[Incident] = []
-    pages: list[CheckOutcome] = [o for o in outcomes if o.kind == "drop" and o.failed]
+    opening: list[CheckOutcome] = []
+    worsening: list[CheckOutcome] = []
     for outcome in outcomes:
         verdict = Verdict.of(outcome)
         if verdict is None:
@@ -235,8 +331,10 @@ def advance_incidents(
         incident, transition = follow(state.get(key), verdict, close_after_passes)
         if transition == "opened":
             opened[key] = incident  # type: ignore[assignment]
-            if outcome.kind == "threshold":
-                pages.append(outcome)
+            opening.append(outcome)
+        elif transition == "escalated":
+            escalated[key] = incident  # type: ignore[assignment]
+            worsening.append(outcome)
         if transition == "closed":
             closed.append(incident)  # type: ignore[arg-type]
             state.pop(key, None)
@@ -247,7 +345,11 @@ def advance_incidents(
                 opened[key] = incident
     carried = tuple(incident for key, incident in state.items() if key not in opened)
     return IncidentChanges(
-        opened=tuple(opened.values()), carried=carried, closed=tuple(closed), pages=tuple(pages)
+        opened=tuple(opened.values()),
+        carried=carried,
+        closed=tuple(closed),
+        pages=(*opening, *worsening),
+        escalated=tuple(escalated.values()),
     )
 
 
@@ -281,3 +383,36 @@ def open_before(
     if runs and runs[-1].closed_on is None:
         return runs[-1]
     return None
+
+
+def baseline_exclusions(
+    verdicts: Iterable[Verdict],
+    change_rules: Mapping[str, str],
+    before: date,
+    close_after_passes: int = DEFAULT_CLOSE_AFTER_PASSES,
+) -> dict[tuple[str, str], frozenset[date]]:
+    """The days each (statistic, slice)'s baselines must not learn, before `before`.
+
+    `change_rules` maps the name of each rule compared with its own trailing days to its
+    statistic. A day is left out when such a rule failed on the slice that day, or when it
+    lay inside one of the rule's incidents on the slice (from the day it opened to the day
+    before it closed; to `before` while it is open), so during an incident the baseline
+    stays where it was before it. Service levels against a fixed line (a real retriever's
+    chronic breaches) freeze nothing.
+    """
+    by_pair: dict[tuple[str, str], list[Verdict]] = {}
+    for verdict in verdicts:
+        if verdict.rule in change_rules and verdict.day < before:
+            by_pair.setdefault((verdict.rule, verdict.slice), []).append(verdict)
+    excluded: dict[tuple[str, str], set[date]] = {}
+    for (rule, label), sequence in by_pair.items():
+        sequence.sort(key=lambda verdict: verdict.day)
+        days = excluded.setdefault((change_rules[rule], label), set())
+        days.update(v.day for v in sequence if v.status == "fail")
+        for run in incident_runs(sequence, close_after_passes):
+            end = run.closed_on or before
+            days.update(
+                run.opened_on + timedelta(days=offset)
+                for offset in range((end - run.opened_on).days)
+            )
+    return {key: frozenset(days) for key, days in excluded.items() if days}

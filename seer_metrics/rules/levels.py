@@ -7,13 +7,12 @@ from collections.abc import Mapping
 from statistics import median
 from typing import Any
 
-import pandas as pd
-
 from seer_metrics.rules import wording
 from seer_metrics.rules.model import SHARE_STATISTICS, STATISTICS, CheckOutcome, Rule
 from seer_metrics.rules.readings import (
     TOLERANCE,
     Effective,
+    SliceHistory,
     daily_values,
     day_variance,
     effective_count,
@@ -34,7 +33,7 @@ def evaluate_level(
     row: Mapping[str, Any],
     settings: Effective,
     base: dict[str, Any],
-    past: pd.DataFrame | None,
+    history: SliceHistory,
 ) -> CheckOutcome:
     statistic = rule.statistic
     observed = number_or_none(row.get(statistic))
@@ -51,7 +50,7 @@ def evaluate_level(
             ),
         )
     if rule.baseline is not None:
-        return _evaluate_normal_level(rule, settings, base, observed, sample, past, row)
+        return _evaluate_normal_level(rule, settings, base, observed, sample, history, row)
     beyond = (
         observed < settings.threshold
         if rule.comparison == "below"
@@ -102,7 +101,7 @@ def _evaluate_normal_level(
     base: dict[str, Any],
     observed: float,
     sample: int,
-    past: pd.DataFrame | None,
+    history: SliceHistory,
     row: Mapping[str, Any],
 ) -> CheckOutcome:
     """A share against the slice's normal share: the median of its trailing daily shares.
@@ -114,7 +113,9 @@ def _evaluate_normal_level(
     statistic = rule.statistic
     assert rule.baseline is not None
     baseline_label = f"its normal over {rule.baseline.describe()}"
-    daily = daily_values(rule, past, base["partition_date"])
+    daily = daily_values(
+        rule, history.past, base["partition_date"], history.excluded, history.lookback_days
+    )
     total = sum(daily.counts)
     if total < settings.minimum_sample:
         return CheckOutcome(

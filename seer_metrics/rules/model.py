@@ -30,6 +30,10 @@ DEFAULT_FALSE_DISCOVERY_RATE = 0.05
 # Consecutive clear passes that close a service-level incident (hysteresis in time).
 DEFAULT_CLOSE_AFTER_PASSES = 3
 DEFAULT_HIGH_PRIORITY_SLICES = ("env=prod",)
+# How far back a baseline may reach over the days of a breakage it must not learn: an
+# incident that lasts longer keeps its pre-incident baseline for this many days, then
+# the rule reports "no baseline" until it has clean days again.
+DEFAULT_BASELINE_LOOKBACK_DAYS = 42
 
 # statistic -> (column counting the events it is computed over, human label)
 STATISTICS: dict[str, tuple[str, str]] = {
@@ -43,7 +47,9 @@ STATISTICS: dict[str, tuple[str, str]] = {
     ),
 }
 SHARE_STATISTICS = ("share_recall_below_1", "share_precision_below_bloat")
-DROP_STATISTICS = tuple(f"mean_{m}" for m in METRICS)
+# Statistics a change rule (kind drop) can follow: a mean falling, or a share rising
+# (`comparison: above`).
+DROP_STATISTICS = (*(f"mean_{m}" for m in METRICS), *SHARE_STATISTICS)
 
 
 class RulesConfigError(ValueError):
@@ -101,12 +107,27 @@ class Rule:
     overrides: tuple[SliceOverride, ...] = ()
     description: str = ""
     intersections: bool | None = None
+    worsen_by: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind == "drop" and self.baseline is None:
             object.__setattr__(self, "baseline", Baseline())
         if self.intersections is None:
             object.__setattr__(self, "intersections", self.kind == "drop")
+
+    @property
+    def escalation_step(self) -> float:
+        """How much further the statistic must move the bad way, beyond where an open
+        incident opened, to page again: `worsen_by`, else a change rule's own threshold,
+        else a tenth (of a share or a mean metric)."""
+        if self.worsen_by is not None:
+            return self.worsen_by
+        return self.threshold if self.kind == "drop" else 0.10
+
+    @property
+    def worse_when(self) -> Comparison:
+        """Which way is worse for the statistic: `below` when falling hurts."""
+        return self.comparison
 
     @property
     def trailing_days(self) -> int:
@@ -123,6 +144,7 @@ class RulesConfig:
     minimum_sample: int = DEFAULT_MINIMUM_SAMPLE
     false_discovery_rate: float | None = DEFAULT_FALSE_DISCOVERY_RATE
     close_after_passes: int = DEFAULT_CLOSE_AFTER_PASSES
+    baseline_lookback_days: int = DEFAULT_BASELINE_LOOKBACK_DAYS
 
     def rule(self, name: str) -> Rule:
         for rule in self.rules:
@@ -132,8 +154,20 @@ class RulesConfig:
 
     @property
     def trailing_days(self) -> int:
-        """The longest history any rule reads."""
+        """The longest trailing window of any rule."""
         return max((rule.trailing_days for rule in self.rules), default=0)
+
+    def change_rules(self) -> dict[str, str]:
+        """Name -> statistic of the rules compared with their own trailing days: their
+        breakage is left out of the statistic's baselines (`baseline_exclusions`)."""
+        return {rule.name: rule.statistic for rule in self.rules if rule.trailing_days}
+
+    @property
+    def history_days(self) -> int:
+        """The days of history the rules read: their windows, reaching back over the days
+        of a breakage up to `baseline_lookback_days`."""
+        longest = self.trailing_days
+        return max(longest, self.baseline_lookback_days) if longest else 0
 
 
 def as_date(value: date | str) -> date:
@@ -177,6 +211,10 @@ class CheckOutcome:
     kind: RuleKind = "threshold"
     p_value: float | None = None
     inconclusive: bool = False
+    # Which way is worse for the statistic, and how much further an open incident on it
+    # must move that way to page again (the rule's `escalation_step`).
+    worse_when: Comparison = "below"
+    escalation_step: float | None = None
 
     def __post_init__(self) -> None:
         if self.partition_date is not None and not isinstance(self.partition_date, date):

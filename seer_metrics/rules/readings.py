@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from typing import Any
@@ -107,16 +108,49 @@ class DailyValues:
     standard_errors: list[float] = field(default_factory=list)
 
 
-def daily_values(rule: Rule, past: pd.DataFrame | None, day: date) -> DailyValues:
+@dataclass(frozen=True)
+class SliceHistory:
+    """What a rule may learn its baseline from on one slice: the earlier days' rows, the
+    days it must not learn (`excluded`: a breakage, another judge) and how far back the
+    window may reach over them."""
+
+    past: pd.DataFrame | None = None
+    excluded: frozenset[date] = frozenset()
+    lookback_days: int = 0
+
+
+def window_start(
+    day: date, trailing_days: int, excluded: Collection[date] = (), lookback_days: int = 0
+) -> date:
+    """The first day of a trailing window of `trailing_days` calendar days that are not
+    `excluded`: the window reaches back over excluded days (a breakage the baseline must
+    not learn), at most `lookback_days` before `day` (when larger than the window)."""
+    start, counted = day, 0
+    limit = max(lookback_days, trailing_days)
+    while counted < trailing_days and (day - start).days < limit:
+        start -= timedelta(days=1)
+        counted += start not in excluded
+    return start
+
+
+def daily_values(
+    rule: Rule,
+    past: pd.DataFrame | None,
+    day: date,
+    excluded: Collection[date] = (),
+    lookback_days: int = 0,
+) -> DailyValues:
+    """The slice's trailing days for the rule's statistic, `excluded` days left out (and
+    the window reaching back over them, up to `lookback_days`)."""
     statistic = rule.statistic
     count_column = STATISTICS[statistic][0]
     std_column = statistic.replace("mean_", "std_")
     result = DailyValues([], [], [], [], [])
     if past is None or past.empty or rule.baseline is None:
         return result
-    start = day - timedelta(days=rule.baseline.trailing_days)
+    start = window_start(day, rule.baseline.trailing_days, excluded, lookback_days)
     for row in past.to_dict("records"):
-        if not start <= row["_day"] < day:
+        if not start <= row["_day"] < day or row["_day"] in excluded:
             continue
         value, count = number_or_none(row.get(statistic)), event_count(row.get(count_column))
         if value is None or count == 0:

@@ -132,19 +132,25 @@ def drop_message(
     threshold: float,
     noise: float,
     failed: bool,
+    worse_when: str = "below",
 ) -> str:
-    """A change against a baseline: how much, over how many events, against what."""
-    movement = f"fell by {delta:.3f}" if delta >= 0 else f"rose by {-delta:.3f}"
+    """A change against a baseline: how much, over how many events, against what.
+
+    `delta` is how far the statistic moved the bad way (`worse_when`: below, a fall)."""
+    fell = delta >= 0 if worse_when == "below" else delta < 0
+    movement = f"fell by {abs(delta):.3f}" if fell else f"rose by {abs(delta):.3f}"
     summary = (
         f"{label}: {statistic_label(statistic)} {movement} ({observed:.3f} over {sample} "
         f"events vs {baseline:.3f} over {baseline_count} events in {baseline_label})"
     )
     if failed:
-        reason = f"a drop of at least {threshold:.2f} and beyond the noise {noise:.3f}"
+        change = "drop" if worse_when == "below" else "rise"
+        reason = f"a {change} of at least {threshold:.2f} and beyond the noise {noise:.3f}"
     elif delta >= threshold - 1e-12:
         reason = f"but within the noise {noise:.3f}: not alerted"
     else:
-        reason = f"less than the alerting drop {threshold:.2f}"
+        change = "drop" if worse_when == "below" else "rise"
+        reason = f"less than the alerting {change} {threshold:.2f}"
     return f"{summary}, {reason}"
 
 
@@ -164,11 +170,13 @@ def outcome_summary(outcome: CheckOutcome) -> str:
     sample = f"{outcome.sample_size:,}"
     if outcome.kind == "drop" and outcome.delta is not None and outcome.baseline is not None:
         noise = f" beyond noise {outcome.noise:.3f}" if outcome.noise is not None else ""
+        fell = (outcome.observed or 0.0) <= outcome.baseline
+        movement, change = ("fell", "drop") if fell else ("rose", "rise")
         return (
-            f"{label} fell by {outcome.delta:.3f}: {observed} over {sample} events vs "
+            f"{label} {movement} by {abs(outcome.delta):.3f}: {observed} over {sample} events vs "
             f"{format_value(statistic, outcome.baseline)} in "
             f"{outcome.baseline_label or 'the baseline'} "
-            f"({outcome.baseline_sample_size or 0:,} events); alerts on a drop "
+            f"({outcome.baseline_sample_size or 0:,} events); alerts on a {change} "
             f">= {outcome.threshold:.2f}{noise}"
         )
     if outcome.baseline is not None:
@@ -226,3 +234,30 @@ def alert_headline(
     if explained_by is not None:
         line = f"{line} (explained by {slice_title(explained_by)})"
     return line
+
+
+def escalation_note(
+    statistic: str, observed: float | None, opened_on: str, opened_observed: float | None
+) -> str:
+    """The line of an open incident that got much worse: it pages again, once."""
+    now = format_value(statistic, observed)
+    was = format_value(statistic, opened_observed)
+    return (
+        f"still open since {opened_on}, now much worse: {statistic_label(statistic)} {now}, "
+        f"was {was} when it opened"
+    )
+
+
+def recovery_note(
+    statistic: str,
+    observed: float | None,
+    before: float | None,
+    opened_observed: float | None,
+) -> str:
+    """What a recovered incident reached, against the level before it (and at its start)."""
+    parts = [f"{statistic_label(statistic)} back to {format_value(statistic, observed)}"]
+    if before is not None:
+        parts.append(f"{format_value(statistic, before)} before the incident")
+    if opened_observed is not None:
+        parts.append(f"{format_value(statistic, opened_observed)} when it opened")
+    return parts[0] + (f" ({'; '.join(parts[1:])})" if len(parts) > 1 else "")

@@ -101,13 +101,15 @@ class AlertDispatcher:
             partition_date, outcomes, run_id, changes, order
         )
         if changes is not None:
-            self.outbox.record_recoveries(partition_date, changes.closed, run_id)
+            statistics = {(o.rule, o.slice): o.statistic for o in outcomes}
+            self.outbox.record_recoveries(partition_date, changes.closed, run_id, statistics)
         delivery = self.deliver(partition_date, KIND_CHECK)
-        recoveries = self.deliver_recoveries(partition_date)
-        # Alerts of other partitions still pending (Slack was down): retry them too.
+        # Alerts of other partitions still pending (Slack was down): retried first, so the
+        # day's recovered replies find the alerts they answer already posted.
         retried = self.deliver_due(
             exclude={(partition_date, KIND_CHECK), (partition_date, KIND_RECOVERED)}
         )
+        recoveries = self.deliver_recoveries(partition_date)
         paged = frozenset(
             (a.rule, a.slice)
             for a in self.outbox.rows(partition_date, KIND_CHECK, states=(PENDING, SENT))
@@ -186,9 +188,11 @@ class AlertDispatcher:
         )
 
     def deliver_recoveries(self, partition_date: date) -> DeliveryResult:
-        """Each pending `recovered` row as a reply in the thread of the alert it closes."""
+        """The pending `recovered` rows of a day: ONE reply per thread (the alert they
+        close), listing every check of it that recovered."""
         pending = self.outbox.rows(partition_date, KIND_RECOVERED, states=(PENDING,))
-        delivered, errors, destination = 0, [], None
+        threads: dict[str, tuple[Alert, list[Alert]]] = {}
+        errors: list[str] = []
         for row in pending:
             first = as_date(row.payload.get("opened_on", partition_date))
             last = as_date(row.payload.get("last_failed_on", partition_date))
@@ -201,14 +205,17 @@ class AlertDispatcher:
             if root.sent_at is None:
                 errors.append(f"{row.rule} on {row.slice}: waiting for the alert it replies to")
                 continue
+            threads.setdefault(str(root.slack_ts), (root, []))[1].append(row)
+        delivered, destination = 0, None
+        for root, rows in threads.values():
             try:
-                receipt = self.slack.send(build_recovered_message(row), self.log, root.slack_ts)
+                receipt = self.slack.send(build_recovered_message(rows), self.log, root.slack_ts)
             except AlertDeliveryError as error:
-                self.outbox.mark_failed([row], str(error), error.retry_after_seconds)
+                self.outbox.mark_failed(rows, str(error), error.retry_after_seconds)
                 errors.append(str(error))
                 continue
-            self.outbox.mark_sent([row], receipt.destination, receipt.slack_ts)
-            delivered += 1
+            self.outbox.mark_sent(rows, receipt.destination, receipt.slack_ts)
+            delivered += len(rows)
             destination = receipt.destination
         return DeliveryResult(
             partition_date,
@@ -227,6 +234,8 @@ class AlertDispatcher:
     ) -> list[DeliveryResult]:
         """Deliver every due (partition, kind) group but `exclude`, oldest first."""
         groups = [g for g in self.outbox.due_groups(now, limit) if g not in exclude]
+        # Replies after the alerts they answer: every alert first, then the replies.
+        groups.sort(key=lambda group: (group[1] == KIND_RECOVERED, group[0]))
         return [self.deliver(day, kind) for day, kind in groups]
 
 

@@ -28,12 +28,13 @@ from seer_metrics.rules.incidents import (
     IncidentChanges,
     Verdict,
     advance_incidents,
+    baseline_exclusions,
     incident_runs,
     open_before,
 )
-from seer_metrics.rules.model import DEFAULT_CLOSE_AFTER_PASSES
+from seer_metrics.rules.model import DEFAULT_CLOSE_AFTER_PASSES, RulesConfig
 from seer_pipelines.warehouse.schema import incidents_table, verdicts_table
-from seer_pipelines.warehouse.writer import utc_now
+from seer_pipelines.warehouse.writer import add_missing_columns, utc_now
 
 
 @dataclass(frozen=True)
@@ -56,13 +57,9 @@ class DayIncidents:
     def closed(self) -> tuple[Incident, ...]:
         return (*self.levels.closed, *self.drops.closed)
 
-    def level_state(self, rule: str, slice_label: str) -> tuple[str, Incident] | None:
-        """("opened" | "carried", incident) of a service level on a slice after the day."""
-        for state, incidents in (("opened", self.levels.opened), ("carried", self.levels.carried)):
-            for incident in incidents:
-                if incident.key == (rule, slice_label):
-                    return state, incident
-        return None
+    def state_of(self, rule: str, slice_label: str) -> tuple[str, Incident] | None:
+        """("opened" | "escalated" | "carried", incident) of a rule on a slice after the day."""
+        return self.levels.state_of(rule, slice_label) or self.drops.state_of(rule, slice_label)
 
 
 class IncidentStore:
@@ -84,6 +81,7 @@ class IncidentStore:
         if not self._created:
             for table in (self.verdicts, self.incidents):
                 table.metadata.create_all(self.engine, tables=[table], checkfirst=True)
+            add_missing_columns(self.engine, self.verdicts)
             self._created = True
 
     def _verdicts(self, connection: sa.Connection, rules: Iterable[str]) -> list[Verdict]:
@@ -102,9 +100,24 @@ class IncidentStore:
                 status=row.status,
                 severity=row.severity,
                 message=row.message,
+                **Verdict.figure_fields(row.figures),
             )
             for row in connection.execute(query)
         ]
+
+    def baseline_exclusions(
+        self, day: date, config: RulesConfig
+    ) -> dict[tuple[str, str], frozenset[date]]:
+        """The days before `day` each (statistic, slice)'s baselines must not learn: the
+        days of its change rules' failures and open incidents (see `baseline_exclusions`).
+        A database failure raises: evaluating without them could call a breakage normal."""
+        change_rules = config.change_rules()
+        if not change_rules:
+            return {}
+        self.ensure_tables()
+        with self.engine.connect() as connection:
+            verdicts = self._verdicts(connection, change_rules)
+        return baseline_exclusions(verdicts, change_rules, day, self.close_after_passes)
 
     def advance(self, day: date, outcomes: Sequence[CheckOutcome]) -> DayIncidents:
         """Apply `day`'s outcomes to the incidents open on it; store the day's verdicts."""
@@ -152,6 +165,7 @@ class IncidentStore:
                         "severity": v.severity,
                         "message": v.message,
                         "updated_at": now,
+                        "figures": v.figures(),
                     }
                     for v in decided
                 ],

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from seer_metrics.rules import CheckOutcome, outcome_summary
+from seer_metrics.rules.wording import escalation_note, recovery_note
 from seer_metrics.slices.groups import ALL_SLICE
 from seer_metrics.text.redaction import shorten
 from seer_pipelines.alerts.outbox import Alert
@@ -82,10 +83,21 @@ def outcome_of(alert: Alert) -> CheckOutcome:
 def outcome_line(alert: Alert) -> str:
     """One mrkdwn line per failing rule: severity, rule, and what moved (the rules' wording)."""
     icon = SEVERITY_ICONS.get(alert.severity, ":white_circle:")
-    return (
+    outcome = outcome_of(alert)
+    line = (
         f"{icon} *{escape_mrkdwn(alert.severity)}* `{escape_mrkdwn(alert.rule)}`: "
-        f"{escape_mrkdwn(outcome_summary(outcome_of(alert)))}"
+        f"{escape_mrkdwn(outcome_summary(outcome))}"
     )
+    incident = alert.payload.get("incident") or {}
+    if incident.get("state") == "escalated":
+        note = escalation_note(
+            outcome.statistic,
+            outcome.observed,
+            str(incident.get("opened_on") or "?"),
+            incident.get("opened_observed"),
+        )
+        line += f" *{escape_mrkdwn(note)}*"
+    return line
 
 
 def _latest_run(alerts: Sequence[Alert]) -> str | None:
@@ -194,18 +206,34 @@ def build_check_message(
     return SlackMessage(text=text, blocks=blocks)
 
 
-def build_recovered_message(alert: Alert) -> SlackMessage:
-    """The reply in an alert's thread when its check passes again (the incident closed)."""
+def recovered_line(alert: Alert) -> str:
+    """One recovered check: which, where, since when, and the level it is back at."""
     payload = alert.payload
     opened, last = payload.get("opened_on", "?"), payload.get("last_failed_on", "?")
-    closed = payload.get("closed_on") or alert.partition_date
     failing = f"failing since {opened}" if opened == last else f"failing {opened} to {last}"
-    text = (
-        f":white_check_mark: *Recovered*: `{escape_mrkdwn(alert.rule)}` on "
-        f"*{escape_mrkdwn(alert.slice)}* passes on {closed} ({failing})."
-    )
-    plain = f"Seer: {alert.rule} on {alert.slice} recovered on {closed}"
-    return SlackMessage(text=escape_mrkdwn(plain), blocks=[section(text)])
+    line = f"`{escape_mrkdwn(alert.rule)}` on *{escape_mrkdwn(alert.slice)}* ({failing})"
+    statistic = payload.get("statistic")
+    if statistic and payload.get("last_observed") is not None:
+        note = recovery_note(
+            statistic,
+            payload.get("last_observed"),
+            payload.get("opened_baseline"),
+            payload.get("opened_observed"),
+        )
+        line += f": {escape_mrkdwn(note)}"
+    return line
+
+
+def build_recovered_message(alerts: Sequence[Alert]) -> SlackMessage:
+    """ONE reply in an alert's thread for every check of it that recovered on a day (their
+    incidents closed): the level each is back at against the level before the incident."""
+    closed = alerts[0].payload.get("closed_on") or alerts[0].partition_date
+    plural = "s" if len(alerts) != 1 else ""
+    lines = [f":white_check_mark: *Recovered* on {closed}: {len(alerts)} check{plural}"]
+    lines += [f"• {recovered_line(alert)}" for alert in alerts]
+    names = ", ".join(f"{a.rule} on {a.slice}" for a in alerts)
+    plain = f"Seer: recovered on {closed}: {names}"
+    return SlackMessage(text=escape_mrkdwn(plain), blocks=[section("\n".join(lines))])
 
 
 def build_run_failure_message(

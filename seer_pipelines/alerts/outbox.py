@@ -210,44 +210,60 @@ class AlertOutbox:
         incidents: DayIncidents | None = None,
         annotations: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
     ) -> RecordSummary:
-        """Record the failing outcomes of a partition; passing ones resolve earlier rows.
+        """Record the failing outcomes of a partition; clear passes resolve earlier rows.
 
-        Only a pass resolves: `not_enough_data`, `no_baseline` (e.g. a judge outage left
-        too few judged events) and slices without rows leave the row as it was. With
-        `incidents`, a failing service level pages only on the day its incident opens;
-        on the other days of the incident its row is `carried`. `annotations` add keys
-        to a row's payload (its place in the message, its headline).
+        Only a clear pass resolves: an inconclusive one (not yet back within noise),
+        `not_enough_data`, `no_baseline` (e.g. a judge outage left too few judged events)
+        and slices without rows leave the row as it was. With `incidents`, a failing rule
+        pages on the day its incident opens and on the day it gets much worse
+        (escalated); on the other days of the incident its row is `carried`.
+        `annotations` add keys to a row's payload (its place in the message, its headline).
         """
         items: list[AlertItem] = []
         carried: set[tuple[str, str]] = set()
         passed: set[tuple[str, str]] = set()
         for outcome in outcomes:
-            if outcome.status == "pass":
+            if outcome.status == "pass" and not outcome.inconclusive:
                 passed.add((outcome.rule, outcome.slice))
             if not outcome.failed:
                 continue
             payload = outcome.to_dict() | dict(
                 (annotations or {}).get((outcome.rule, outcome.slice), {})
             )
-            level = incidents.level_state(outcome.rule, outcome.slice) if incidents else None
-            if level is not None:
-                state, incident = level
-                payload["incident"] = {"state": state, "opened_on": incident.opened_on.isoformat()}
+            found = incidents.state_of(outcome.rule, outcome.slice) if incidents else None
+            if found is not None:
+                state, incident = found
+                payload["incident"] = {
+                    "state": state,
+                    "opened_on": incident.opened_on.isoformat(),
+                    "opened_observed": incident.opened_observed,
+                    "opened_baseline": incident.opened_baseline,
+                }
                 if state == "carried":
                     carried.add((outcome.rule, outcome.slice))
             items.append((outcome.rule, outcome.slice, outcome.severity, payload))
         return self.record(partition_date, KIND_CHECK, items, run_id, passed, carried)
 
     def record_recoveries(
-        self, partition_date: date, closed: Iterable[Incident], run_id: str | None
+        self,
+        partition_date: date,
+        closed: Iterable[Incident],
+        run_id: str | None,
+        statistics: Mapping[tuple[str, str], str] | None = None,
     ) -> RecordSummary:
-        """One `recovered` row per incident a pass closed on `partition_date`."""
+        """One `recovered` row per incident a pass closed on `partition_date`; `statistics`
+        names the statistic of each (rule, slice), for the level the reply reports."""
         items = [
             (
                 incident.rule,
                 incident.slice,
                 incident.severity,
-                {"rule": incident.rule, "slice": incident.slice, **incident.to_dict()},
+                {
+                    "rule": incident.rule,
+                    "slice": incident.slice,
+                    "statistic": (statistics or {}).get(incident.key),
+                    **incident.to_dict(),
+                },
             )
             for incident in closed
         ]

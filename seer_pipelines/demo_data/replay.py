@@ -16,7 +16,13 @@ from datetime import date, timedelta
 import pandas as pd
 
 from seer_metrics.rules import CheckOutcome, RulesConfig, as_date, evaluate_rules
-from seer_metrics.rules.incidents import Incident, IncidentChanges, advance_incidents
+from seer_metrics.rules.incidents import (
+    Incident,
+    IncidentChanges,
+    Verdict,
+    advance_incidents,
+    baseline_exclusions,
+)
 
 
 @dataclass(frozen=True)
@@ -37,9 +43,9 @@ class ReplayedDay:
 
 
 def history_days(config: RulesConfig) -> int:
-    """How many earlier days any rule of `config` reads (its longest trailing window)."""
-    windows = [rule.baseline.trailing_days for rule in config.rules if rule.baseline is not None]
-    return max(windows, default=0)
+    """How many earlier days the rules of `config` read (their trailing windows, reaching
+    back over the days of a breakage)."""
+    return config.history_days
 
 
 def replay_rules(
@@ -48,21 +54,27 @@ def replay_rules(
     *,
     days: Iterable[date] | None = None,
     open_incidents: Iterable[Incident] = (),
+    verdicts: Iterable[Verdict] = (),
 ) -> Iterator[ReplayedDay]:
     """Evaluate `days` (default every day of `table`, in order) one after the other.
 
     `table` is the slice table (`slice_metrics` rows) of those days and of the days
     before them that the baselines read; `open_incidents` are those open before the
-    first day replayed.
+    first day replayed, `verdicts` the verdicts of the days before it (the breakage the
+    baselines must not learn is read from them, as the daily job reads its store).
     """
     dates = pd.Series([as_date(value) for value in table["partition_date"]], index=table.index)
     chosen = sorted(set(dates)) if days is None else sorted(days)
     window = timedelta(days=history_days(config))
     incidents = tuple(open_incidents)
+    past_verdicts = list(verdicts)
+    change_rules = config.change_rules()
     for day in chosen:
         today = table[dates == day]
         history = table[(dates < day) & (dates >= day - window)]
-        outcomes = evaluate_rules(config, today, history, day)
+        excluded = baseline_exclusions(past_verdicts, change_rules, day, config.close_after_passes)
+        outcomes = evaluate_rules(config, today, history, day, excluded)
         changes = advance_incidents(incidents, outcomes, config.close_after_passes)
         incidents = changes.still_open
+        past_verdicts.extend(v for v in map(Verdict.of, outcomes) if v is not None)
         yield ReplayedDay(day, tuple(outcomes), changes)

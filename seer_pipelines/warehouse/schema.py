@@ -297,6 +297,12 @@ def verdicts_table(schema: str | None = None) -> sa.Table:
         sa.Column("severity", sa.String(8), nullable=False, comment="WARN or ERROR"),
         sa.Column("message", sa.Text, nullable=False, comment="the outcome, as the check says it"),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, comment="last written"),
+        sa.Column(
+            "figures",
+            sa.JSON,
+            comment="observed, baseline, noise, escalation step and worse direction of the "
+            "outcome (what an incident's escalation and recovery are measured with)",
+        ),
         sa.Index(f"ix_{VERDICTS_TABLE}_rule_day", "rule", "partition_date"),
     )
 

@@ -349,22 +349,27 @@ class PartitionWriter:
 def add_missing_staging_columns(engine: sa.Engine, tables: OutputTables) -> None:
     """Give staging tables created by an earlier Seer version the columns added since
     (they only ever hold rows of runs in flight, so adding a nullable column is safe)."""
-    inspector = sa.inspect(engine)
     for staging in tables.staging.values():
-        present = {c["name"] for c in inspector.get_columns(staging.name, schema=staging.schema)}
-        for column in staging.columns:
-            if column.name in present:
-                continue
-            table_name = engine.dialect.identifier_preparer.format_table(staging)
-            column_type = column.type.compile(dialect=engine.dialect)
-            try:
-                with engine.begin() as connection:
-                    connection.execute(
-                        sa.text(f"ALTER TABLE {table_name} ADD COLUMN {column.name} {column_type}")
-                    )
-            except sa.exc.DBAPIError:
-                # Another run added it first; anything else shows up on the next insert.
-                inspector = sa.inspect(engine)
-                names = inspector.get_columns(staging.name, schema=staging.schema)
-                if column.name not in {c["name"] for c in names}:
-                    raise
+        add_missing_columns(engine, staging)
+
+
+def add_missing_columns(engine: sa.Engine, table: sa.Table) -> None:
+    """Add to `table` in the database the nullable columns an earlier Seer version did not
+    create (its existing rows get NULL there)."""
+    inspector = sa.inspect(engine)
+    present = {c["name"] for c in inspector.get_columns(table.name, schema=table.schema)}
+    for column in table.columns:
+        if column.name in present:
+            continue
+        table_name = engine.dialect.identifier_preparer.format_table(table)
+        column_type = column.type.compile(dialect=engine.dialect)
+        try:
+            with engine.begin() as connection:
+                connection.execute(
+                    sa.text(f"ALTER TABLE {table_name} ADD COLUMN {column.name} {column_type}")
+                )
+        except sa.exc.DBAPIError:
+            # Another run added it first; anything else shows up on the next insert.
+            names = sa.inspect(engine).get_columns(table.name, schema=table.schema)
+            if column.name not in {c["name"] for c in names}:
+                raise
