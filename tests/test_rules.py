@@ -518,7 +518,7 @@ GOOD_RULE = {
             r"\(r\)\.baseline: only for drop rules, or for a threshold rule on a share",
         ),
         (
-            {"rules": [{**GOOD_RULE, "kind": "drop", "statistic": "share_recall_below_1"}]},
+            {"rules": [{**GOOD_RULE, "kind": "drop", "statistic": "p10_recall"}]},
             r"\.statistic: expected one of \['mean_recall'",
         ),
         (

@@ -34,6 +34,7 @@ def _population(seed: int = 5, events: int = 3_000) -> pd.DataFrame:
             "f1": recall * 0.9,
             "ndcg": recall,
             "k": rng.integers(1, 4, events).astype(float),
+            "n": rng.integers(0, 6, events).astype(float),
             "metadata": [{"env": e, "feature_flag": f} for e, f in zip(env, flag, strict=True)],
         }
     )
@@ -41,7 +42,7 @@ def _population(seed: int = 5, events: int = 3_000) -> pd.DataFrame:
         stratum_label([("env", e), ("feature_flag", f)]) for e, f in zip(env, flag, strict=True)
     ]
     frame.loc[:9, "status"] = "invalid"
-    frame.loc[:9, ["recall", "precision", "f1", "ndcg", "k"]] = np.nan
+    frame.loc[:9, ["recall", "precision", "f1", "ndcg", "k", "n"]] = np.nan
     return frame
 
 
@@ -55,7 +56,7 @@ def _sampled(frame: pd.DataFrame, target: int, minimum: int = 30) -> pd.DataFram
     unjudged = valid.index[~chosen]
     sampled = frame.copy()
     sampled.loc[unjudged, "status"] = "not_sampled"
-    sampled.loc[unjudged, ["recall", "precision", "f1", "ndcg", "k"]] = np.nan
+    sampled.loc[unjudged, ["recall", "precision", "f1", "ndcg", "k", "n"]] = np.nan
     return sampled
 
 

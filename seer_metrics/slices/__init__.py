@@ -20,6 +20,7 @@ the plain means, with sampling errors of 0. The statistics of one slice are comp
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -71,10 +72,42 @@ SLICE_COLUMNS = (
     "p10_recall",
     "p10_precision",
     "mean_k",
+    # The context: its size (passages an event), the share of empty ones, and the share
+    # of events that could not be judged (invalid rows and judge errors).
+    "mean_n",
+    "std_n",
+    "count_n",
+    "se_n",
+    "share_empty_context",
+    "se_share_empty_context",
+    "attempted",
+    "share_failed",
+    # Who judged the day (evaluator:model:prompt version of most judged events): a day
+    # judged by another judge starts a new baseline instead of paging as a drop.
+    "judge",
     "prompt_tokens",
     "completion_tokens",
     "cost_usd",
 )
+
+
+JUDGE_COLUMNS = ("evaluator", "model", "prompt_version")
+
+
+def judges_of(scores: pd.DataFrame) -> Counter[str]:
+    """How many judged events each judge (`evaluator:model:prompt_version`) judged."""
+    if not set(JUDGE_COLUMNS) <= set(scores.columns):
+        return Counter()
+    judged = scores[scores["status"] == "ok"]
+    names = zip(*(judged[column].tolist() for column in JUDGE_COLUMNS), strict=True)
+    return Counter(":".join(str(part) for part in name) for name in names if None not in name)
+
+
+def _with_judge(rows: list[dict[str, Any]], judges: Counter[str]) -> list[dict[str, Any]]:
+    judge = judges.most_common(1)[0][0] if judges else None
+    for row in rows:
+        row["judge"] = judge
+    return rows
 
 
 def metadata_value(metadata: Any, key: str) -> str | None:
@@ -174,7 +207,8 @@ def slice_metrics(
     rows: list[dict[str, Any]] = []
     for day, day_frame in scores.groupby("partition_date", sort=True):
         groups = [key_groups(key, _slice_values(day_frame["metadata"], key)) for key in keys]
-        rows.extend(_day_rows(day, DayArrays.of(day_frame), groups, bloat_line, bounds))
+        day_rows = _day_rows(day, DayArrays.of(day_frame), groups, bloat_line, bounds)
+        rows.extend(_with_judge(day_rows, judges_of(day_frame)))
     return pd.DataFrame(rows, columns=list(SLICE_COLUMNS))
 
 
@@ -209,6 +243,7 @@ class SliceAccumulator:
         self._status = GrowingArray(np.uint8)  # `status_classes` of every event
         self._strata = CodedTexts()
         self._values = {key: CodedTexts() for key in self.slice_keys}
+        self._judges: Counter[str] = Counter()
 
     def add(self, scores: pd.DataFrame) -> None:
         """One chunk of event scores (the columns `slice_metrics` needs, no partition_date)."""
@@ -226,7 +261,12 @@ class SliceAccumulator:
         metadata = [_parsed_metadata(meta) for meta in scores["metadata"].tolist()]
         for key, codes in self._values.items():
             codes.add(_key_values(metadata, key))
+        self._judges.update(judges_of(scores))
         self.events += len(scores)
+
+    def count_judges(self, judges: Mapping[str, int]) -> None:
+        """Judged events per judge, when the scores do not carry the judge columns."""
+        self._judges.update(judges)
 
     def result(self, day: Any) -> pd.DataFrame:
         """One row per slice of `day` (no row at all for a day without events)."""
@@ -235,10 +275,8 @@ class SliceAccumulator:
         numbers = {name: column.join() for name, column in self._numbers.items()}
         arrays = DayArrays.of_status(self._status.values(), numbers, self._strata.codes)
         groups = [codes.key_groups(key) for key, codes in self._values.items()]
-        return pd.DataFrame(
-            _day_rows(day, arrays, groups, self.bloat_line, self.pair_bounds),
-            columns=list(SLICE_COLUMNS),
-        )
+        rows = _day_rows(day, arrays, groups, self.bloat_line, self.pair_bounds)
+        return pd.DataFrame(_with_judge(rows, self._judges), columns=list(SLICE_COLUMNS))
 
 
 def _numbers(column: pd.Series) -> np.ndarray:

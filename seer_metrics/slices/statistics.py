@@ -20,7 +20,7 @@ from seer_metrics.scoring import METRICS
 from seer_metrics.slices.coded_columns import CodedNumbers
 from seer_metrics.spend.sampling import estimate_domain_mean
 
-NUMERIC_COLUMNS = (*METRICS, "k", "prompt_tokens", "completion_tokens", "cost_usd")
+NUMERIC_COLUMNS = (*METRICS, "k", "n", "prompt_tokens", "completion_tokens", "cost_usd")
 
 
 @dataclass(frozen=True)
@@ -177,17 +177,30 @@ def _sampled_statistics(
                 else np.nan
             )
     row["mean_k"] = weights.estimate(column("k"), judged)[0]
+    sizes = column("n")
+    defined = ~np.isnan(sizes)
+    row["mean_n"], row["se_n"] = weights.estimate(sizes, judged)
+    row["std_n"] = weighted_std(sizes[defined], weights.weights(judged[defined]), row["mean_n"])
+    row["count_n"] = int(defined.sum())
+    empty = np.where(defined, (sizes == 0).astype(float), np.nan)
+    row["share_empty_context"], row["se_share_empty_context"] = weights.estimate(empty, judged)
     return row
 
 
 def _status_counts(day: DayArrays, rows: np.ndarray | None) -> dict[str, float | int]:
     status = day.status if rows is None else day.status[rows]
     counts = np.bincount(status, minlength=len(STATUS_CLASSES) + 1)
+    evaluated = int(counts[_OK])
+    invalid, errors = int(counts[STATUS_CLASS["invalid"]]), int(counts[STATUS_CLASS["error"]])
+    attempted = evaluated + invalid + errors
     return {
         "events": len(status),
-        "evaluated": int(counts[_OK]),
-        "invalid": int(counts[STATUS_CLASS["invalid"]]),
-        "errors": int(counts[STATUS_CLASS["error"]]),
+        "evaluated": evaluated,
+        "invalid": invalid,
+        "errors": errors,
+        # Of the events Seer read and tried to judge, those that ended without a score.
+        "attempted": attempted,
+        "share_failed": (invalid + errors) / attempted if attempted else np.nan,
         NOT_SAMPLED: int(counts[STATUS_CLASS[NOT_SAMPLED]]),
         SKIPPED_BUDGET: int(counts[STATUS_CLASS[SKIPPED_BUDGET]]),
     }
@@ -243,6 +256,15 @@ def slice_statistics(
     k = _defined_values(day, "k", judged)
     row["mean_k"] = float(k.mean()) if len(k) else np.nan
     del k
+    sizes = _defined_values(day, "n", judged)
+    count = len(sizes)
+    row["mean_n"] = float(sizes.mean()) if count else np.nan
+    row["std_n"] = float(sizes.std(ddof=1)) if count > 1 else np.nan
+    row["count_n"] = count
+    row["se_n"] = 0.0 if count else np.nan
+    row["share_empty_context"] = float((sizes == 0).mean()) if count else np.nan
+    row["se_share_empty_context"] = 0.0 if count else np.nan
+    del sizes
     _add_sums(day, row, rows)
     return row
 

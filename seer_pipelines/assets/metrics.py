@@ -4,11 +4,13 @@ The rows are built by `seer_metrics.rows` (scoring vectorised over each chunk of
 judgments); nothing here calls a model, so these assets are cheap to re-run.
 """
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import Any
 
 import pandas as pd
+import sqlalchemy as sa
 from dagster import (
     AssetExecutionContext,
     BackfillPolicy,
@@ -21,7 +23,12 @@ from pydantic import Field
 
 from seer_metrics.rows import JUDGMENT_READ_COLUMNS, event_metric_rows, passage_rows
 from seer_metrics.scoring import METRICS
-from seer_metrics.slices import DEFAULT_BLOAT_LINE, DEFAULT_SLICE_KEYS, SliceAccumulator
+from seer_metrics.slices import (
+    DEFAULT_BLOAT_LINE,
+    DEFAULT_SLICE_KEYS,
+    JUDGE_COLUMNS,
+    SliceAccumulator,
+)
 from seer_metrics.slices.groups import (
     DEFAULT_MAX_PAIR_SLICES,
     DEFAULT_PAIR_MINIMUM_EVENTS,
@@ -220,6 +227,7 @@ _EVENT_METRIC_READ_COLUMNS = (
     "status",
     *METRICS,
     "k",
+    "n",
     "metadata",
     "stratum",
     "prompt_tokens",
@@ -245,7 +253,28 @@ def compute_slice_frame(
     accumulator = SliceAccumulator(slice_keys, bloat_line, pair_bounds)
     for chunk in warehouse.read_partition(EVENT_METRICS_TABLE, day, _EVENT_METRIC_READ_COLUMNS):
         accumulator.add(chunk)
+    accumulator.count_judges(day_judges(warehouse, day))
     return accumulator.result(day)
+
+
+def day_judges(warehouse: WarehouseResource, day: date) -> Counter[str]:
+    """How many of the day's events each judge (`evaluator:model:prompt_version`) judged,
+    counted in the warehouse (one grouped query over `seer_judgments`)."""
+    table = warehouse.ensure_output_tables()[JUDGMENTS_TABLE]
+    columns = [table.c[name] for name in JUDGE_COLUMNS]
+    query = (
+        sa.select(*columns, sa.func.count())
+        .where(table.c.partition_date == day, table.c.status == "ok")
+        .group_by(*columns)
+    )
+    with warehouse.get_engine().connect() as connection:
+        return Counter(
+            {
+                ":".join(str(part) for part in row[:-1]): int(row[-1])
+                for row in connection.execute(query)
+                if None not in row[:-1]
+            }
+        )
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:

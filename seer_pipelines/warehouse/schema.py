@@ -129,6 +129,17 @@ _SLICE_DESCRIPTIONS = {
     "p10_recall": "10th percentile of recall over judged events (weighted when sampled)",
     "p10_precision": "10th percentile of precision over judged events (weighted when sampled)",
     "mean_k": "mean number of requirements K the evaluator listed per judged event",
+    "mean_n": "mean context size: passages an event (estimated from the sample when sampled)",
+    "std_n": "standard deviation of the context size over judged events",
+    "count_n": "judged events with a known context size",
+    "se_n": "standard error of mean_n from the sampling (0 when every event is judged)",
+    "share_empty_context": "share of judged events whose context was empty (the retriever "
+    "returned nothing: time-outs, a wrong index)",
+    "se_share_empty_context": "standard error of share_empty_context from the sampling",
+    "attempted": "events Seer read and tried to judge: evaluated + invalid + errors",
+    "share_failed": "share of attempted events without a score: (invalid + errors) / attempted",
+    "judge": "evaluator:model:prompt_version that judged most of the day's events; a day "
+    "judged by another judge starts a new baseline",
     "prompt_tokens": "prompt tokens spent on the slice's events by the run that judged them "
     "(0 for cache hits)",
     "completion_tokens": "completion tokens spent on the slice's events by the run that "
@@ -152,9 +163,9 @@ _SLICE_DESCRIPTIONS = {
 def _slice_column_type(name: str) -> sa.types.TypeEngine:
     if name == "partition_date":
         return sa.Date()
-    if name in ("slice", "slice_key", "slice_value"):
+    if name in ("slice", "slice_key", "slice_value", "judge"):
         return sa.Text()
-    if name.startswith(_SLICE_INTEGER_PREFIXES) or name == "completion_tokens":
+    if name.startswith(_SLICE_INTEGER_PREFIXES) or name in ("completion_tokens", "attempted"):
         return sa.Integer()
     return sa.Float()
 

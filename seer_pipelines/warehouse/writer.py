@@ -347,10 +347,11 @@ class PartitionWriter:
 
 
 def add_missing_staging_columns(engine: sa.Engine, tables: OutputTables) -> None:
-    """Give staging tables created by an earlier Seer version the columns added since
-    (they only ever hold rows of runs in flight, so adding a nullable column is safe)."""
-    for staging in tables.staging.values():
-        add_missing_columns(engine, staging)
+    """Give output and staging tables created by an earlier Seer version the columns
+    added since (nullable: the rows written before hold NULL there; staging tables only
+    ever hold rows of runs in flight)."""
+    for table in (*tables.tables.values(), *tables.staging.values()):
+        add_missing_columns(engine, table)
 
 
 def add_missing_columns(engine: sa.Engine, table: sa.Table) -> None:
