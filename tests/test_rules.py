@@ -196,6 +196,12 @@ def test_minimum_sample_gives_not_enough_data_never_pass_or_fail() -> None:
         "recall_drop",
         "f1_drop",
         "ndcg_drop",
+        "precision_drop",
+        "bloat_rise",
+        "context_size_rise",
+        "empty_context_rise",
+        "failed_share_rise",
+        "volume_drop",
     }
     assert not failing(outcomes)
     assert "fewer than the minimum sample of 30" in tiny[0].message
@@ -774,7 +780,7 @@ def test_intersections_are_high_priority_inside_prod_and_run_drop_rules_only() -
     )
     outcomes = evaluate_rules(DEFAULT_RULES, today)
     pair_rules = {o.rule for o in outcomes if o.slice == PAIR}
-    assert pair_rules == {"recall_drop", "f1_drop", "ndcg_drop"}
+    assert pair_rules == {r.name for r in DEFAULT_RULES.rules if r.kind == "drop"}
     assert all(o.high_priority for o in outcomes if o.slice == PAIR)
     staging = [o for o in outcomes if o.slice.startswith("env=staging")]
     assert staging and not any(o.high_priority for o in staging)

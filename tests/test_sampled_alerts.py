@@ -102,12 +102,16 @@ def test_sampled_and_full_runs_page_the_same_release_in_the_same_pair_slice(full
         full_drops, sampled_drops = _pair_drops(full_days[index]), _pair_drops(sampled_days[index])
         assert set(full_drops) == set(sampled_drops) and full_drops
         for rule, truth in full_drops.items():
+            if truth.status == "not_enough_data":  # a statistic the stream does not carry
+                assert sampled_drops[rule].status == "not_enough_data"
+                continue
             estimate = sampled_drops[rule]
             assert truth.delta is not None and estimate.noise is not None
             if abs(truth.delta - truth.threshold) > estimate.noise:
                 assert estimate.status == truth.status, (full_days[index].day, rule)
-            assert ((rule, pair) in _pages(full_days[index])) == truth.failed
-            assert ((rule, pair) in _pages(sampled_days[index])) == estimate.failed
+            if index == STREAM_DAYS - 2:  # a drop pages on the day its incident opens
+                assert ((rule, pair) in _pages(full_days[index])) == truth.failed
+                assert ((rule, pair) in _pages(sampled_days[index])) == estimate.failed
         for rule in ("recall_drop", "f1_drop"):
             assert full_drops[rule].failed and sampled_drops[rule].failed, rule
     first_sampled = sampled_days[STREAM_DAYS - 2]

@@ -32,6 +32,7 @@ from seer_metrics.rules.levels import evaluate_level
 from seer_metrics.rules.model import (
     SHARE_STATISTICS,
     STATISTICS,
+    VOLUME_STATISTIC,
     CheckOutcome,
     Rule,
     RulesConfig,
@@ -59,6 +60,8 @@ from seer_metrics.rules.statistics import (
     share_std,
     z_value,
 )
+from seer_metrics.rules.volume import evaluate_volume, vanished_slices
+from seer_metrics.slices.groups import ALL_SLICE
 
 
 def _evaluate_drop(
@@ -262,9 +265,16 @@ def evaluate_rules(
     day = _day_of(today, partition_date)
     past_by_slice = _history_by_slice(history)
     today_rows = {str(row["slice"]): row for row in today.to_dict("records")}
+    judge = _judge_of(today_rows.get(ALL_SLICE, {}))
+    gone = {
+        label: {"slice": label, "events": 0, "judge": judge}
+        for label in vanished_slices(today_rows, past_by_slice, day or date.min)
+    }
     outcomes: list[CheckOutcome] = []
     for rule in config.rules:
-        for label, row in today_rows.items():
+        volume = rule.statistic == VOLUME_STATISTIC
+        rows = {**today_rows, **gone} if volume else today_rows
+        for label, row in rows.items():
             high = slice_matches(label, config.high_priority_slices)
             if not in_scope(rule, label, high):
                 continue
@@ -291,7 +301,9 @@ def evaluate_rules(
                 excluded_days or {},
                 _judge_of(row),
             )
-            if rule.kind == "threshold":
+            if volume:
+                outcomes.append(evaluate_volume(rule, row, settings, base, slice_history))
+            elif rule.kind == "threshold":
                 outcomes.append(evaluate_level(rule, row, settings, base, slice_history))
             else:
                 baseline, description = _drop_baseline(

@@ -45,11 +45,27 @@ STATISTICS: dict[str, tuple[str, str]] = {
         "count_precision",
         "share of events with precision below the bloat line",
     ),
+    "mean_n": ("count_n", "passages an event"),
+    "share_empty_context": ("count_n", "share of empty contexts"),
+    "share_failed": ("attempted", "share of events that could not be judged"),
+    "events": ("events", "events"),
 }
-SHARE_STATISTICS = ("share_recall_below_1", "share_precision_below_bloat")
+SHARE_STATISTICS = (
+    "share_recall_below_1",
+    "share_precision_below_bloat",
+    "share_empty_context",
+    "share_failed",
+)
+# The statistic of the volume rule: a slice's event count against its own normal count.
+VOLUME_STATISTIC = "events"
 # Statistics a change rule (kind drop) can follow: a mean falling, or a share rising
 # (`comparison: above`).
-DROP_STATISTICS = (*(f"mean_{m}" for m in METRICS), *SHARE_STATISTICS)
+DROP_STATISTICS = (
+    *(f"mean_{m}" for m in METRICS),
+    "mean_n",
+    *SHARE_STATISTICS,
+    VOLUME_STATISTIC,
+)
 
 
 class RulesConfigError(ValueError):

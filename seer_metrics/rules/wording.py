@@ -261,3 +261,15 @@ def recovery_note(
     if opened_observed is not None:
         parts.append(f"{format_value(statistic, opened_observed)} when it opened")
     return parts[0] + (f" ({'; '.join(parts[1:])})" if len(parts) > 1 else "")
+
+
+def volume_message(
+    label: str, observed: int, normal: float, what: str, lost: float, noise: float, failed: bool
+) -> str:
+    """A slice's event count against its normal, in words a user acts on."""
+    summary = f"{label}: {observed:,} events, normally about {normal:,.0f} {what}"
+    if failed:
+        return f"{summary} ({lost:.0%} fewer): events may be missing upstream"
+    if lost > noise:
+        return f"{summary} ({lost:.0%} fewer, beyond noise but less than an alerting loss)"
+    return f"{summary}: within its normal volume"
