@@ -123,17 +123,22 @@ def run_step(
     import dagster
 
     from seer_pipelines.alerts import SlackAlertResource
-    from seer_pipelines.assets.judgments import event_judgments
-    from seer_pipelines.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
     from seer_pipelines.definitions import ASSET_CHECKS
-    from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+    from seer_pipelines.defs.assets.judgments import event_judgments
+    from seer_pipelines.defs.assets.metrics import (
+        event_metrics,
+        passage_judgments,
+        slice_metrics,
+    )
+    from seer_pipelines.defs.resources.evaluator import EvaluatorResource
+    from seer_pipelines.defs.resources.warehouse import WarehouseResource
 
     assets = {
         "event_judgments": [event_judgments],
         "event_metrics": [event_metrics],
         "passage_judgments": [passage_judgments],
         # The daily job runs the slice checks right after slice_metrics, in the same step.
-        "slice_metrics": [slice_metrics_asset, *ASSET_CHECKS],
+        "slice_metrics": [slice_metrics, *ASSET_CHECKS],
     }[step]
     settings = {"chunk_size": chunk_size} if chunk_size else {}
     warehouse = WarehouseResource(url=url, **settings)
@@ -180,8 +185,9 @@ def seed(url: str, events: int) -> int:
     """One day of the synthetic events: thousands of distinct queries and contexts, so the
     first run really judges (the realistic stream of `seer seed` repeats its 200 questions
     and would be mostly cache hits)."""
-    from seer_pipelines.demo_data.synthetic import generate_events, write_events
-    from seer_pipelines.resources import WarehouseResource
+    from seer_pipelines.defs.resources.warehouse import WarehouseResource
+    from seer_pipelines.demo.source_table import write_events
+    from seer_pipelines.demo.synthetic import generate_events
 
     warehouse = WarehouseResource(url=url)
     try:

@@ -14,9 +14,9 @@ from dagster import AssetCheckSeverity, AssetExecutionContext, DagsterInstance, 
 
 from seer_metrics.rules import DEFAULT_RULES, parse_rules_config
 from seer_pipelines.alerts import CARRIED, SENT, AlertOutbox, SlackAlertResource
-from seer_pipelines.checks import build_slice_checks
-from seer_pipelines.partitions import daily_partitions, partition_day
-from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.defs.checks.slice_rules import build_slice_checks
+from seer_pipelines.defs.partitions import daily_partitions, partition_day
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.schema import SLICE_METRICS_TABLE
 from seer_testing.fake_slack import FakeSlack
 from seer_testing.slice_rows import healthy_slice_row
@@ -221,7 +221,7 @@ def test_demo_stream_is_quiet_on_clean_days_and_catches_the_release_on_its_first
     pages (levels are carried, and a slice hovering at its line does not reopen); the
     release pages on its first day, led by the pair slice where it happened; a pass
     replies in the thread of the alert it closes."""
-    from seer_pipelines.commands.seed import seed_warehouse
+    from seer_pipelines.cli.seed import seed_warehouse
     from seer_pipelines.definitions import defs
 
     url = f"sqlite:///{tmp_path / 'warehouse.sqlite'}"

@@ -1,0 +1,365 @@
+"""`seer evaluate EVENTS.jsonl`: ad-hoc scoring of a file of retrieval events.
+
+One event object a line, the shape of a warehouse row (`event_id`, `event_ts`, `task`,
+`context`, `metadata`); `.jsonl.gz` works too. A bad line (not JSON, not a valid event)
+never stops the run: it becomes an `invalid` row whose reason names its line number.
+Events are judged in batches, so memory stays bounded on large files, and `--out` gets
+one flat JSON line per input line, in the input's order.
+
+Judgments are cached by default in `.seer/judgments.sqlite` (next to the demo's
+warehouse; `--cache PATH` elsewhere, `--no-cache` for none), so a re-run of the same file
+makes no model call. Exit codes: 0 when at least one event was scored, 1 when none was
+(every line invalid or failed, or no line at all), 2 when the input or an option is
+unusable (missing file, bad option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from tqdm import tqdm
+
+from seer_metrics.evaluators import build_evaluator
+from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
+from seer_metrics.evaluators.caching import CachingEvaluator
+from seer_metrics.events import InvalidEventError, RetrievalEvent
+from seer_metrics.judgment_store import JudgmentStore
+from seer_metrics.rows import event_metric_rows, invalid_row, judged_row, score_line_row
+from seer_metrics.text.jsonl import numbered_lines, open_binary, parse_json_line
+from seer_metrics.text.redaction import redact_url
+from seer_metrics.totals import ScoreTotals
+from seer_pipelines.cli import UsageError
+from seer_pipelines.settings import environment, setting
+from seer_pipelines.warehouse.engine import create_warehouse_engine
+
+DEFAULT_BATCH_SIZE = 256
+DEFAULT_CACHE = ".seer/judgments.sqlite"
+# Exit code when the file was read but no event in it could be scored.
+EXIT_NOTHING_SCORED = 1
+PROGRESS_MIN_LINES = 500  # shorter files finish before a bar would tell anything
+PROBLEMS_SHOWN = 20
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = (
+        f"Judgments are cached in {DEFAULT_CACHE} unless --cache or --no-cache says otherwise. "
+        f"Exit codes: 0 when at least one event was scored, {EXIT_NOTHING_SCORED} when none "
+        "was (every line invalid or failed), 2 for an unusable file or option."
+    )
+    parser.add_argument("events", metavar="EVENTS.jsonl", help="events file (.jsonl or .jsonl.gz)")
+    add_evaluator_arguments(parser)
+    parser.add_argument(
+        "--out", metavar="SCORES.jsonl", help="write one JSON line of scores per input line"
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=DEFAULT_BATCH_SIZE,
+        help=f"events judged per batch (default {DEFAULT_BATCH_SIZE})",
+    )
+
+
+def _per_minute(text: str) -> float | None:
+    """A per-minute limit: a positive number, or `none` for no client-side pacing."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number or 'none' (no pacing), got {text!r}"
+        )
+    return value
+
+
+def _concurrency(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return value
+
+
+# Pacing flag -> the LLM setting it sets (over SEER_LLM_REQUESTS_PER_MINUTE,
+# SEER_LLM_TOKENS_PER_MINUTE and SEER_LLM_MAX_CONCURRENCY).
+PACING_FLAGS = {
+    "--rpm": "requests_per_minute",
+    "--tpm": "tokens_per_minute",
+    "--concurrency": "max_concurrency",
+}
+
+
+def add_evaluator_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--evaluator`, `--model`, the cache and the LLM judge's pacing: shared with
+    `seer calibrate`."""
+    parser.add_argument(
+        "--evaluator",
+        default=setting("SEER_EVALUATOR") or "lexical",
+        help="lexical (offline heuristic, the default) or openai (env SEER_EVALUATOR)",
+    )
+    parser.add_argument(
+        "--model",
+        default=setting("SEER_EVALUATOR_MODEL"),
+        help="evaluator model (env SEER_EVALUATOR_MODEL)",
+    )
+    cache = parser.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--cache",
+        metavar="PATH",
+        default=DEFAULT_CACHE,
+        help="SQLite file (or SQLAlchemy URL) of stored judgments, so a repeat makes no "
+        f"model call (default {DEFAULT_CACHE})",
+    )
+    cache.add_argument(
+        "--no-cache",
+        dest="cache",
+        action="store_const",
+        const=None,
+        help="judge every event again and store nothing",
+    )
+    pacing = parser.add_argument_group("pacing of the openai evaluator (default: environment)")
+    pacing.add_argument(
+        "--rpm",
+        type=_per_minute,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="requests per minute the endpoint allows, or 'none' for no pacing "
+        "(env SEER_LLM_REQUESTS_PER_MINUTE, default 500)",
+    )
+    pacing.add_argument(
+        "--tpm",
+        type=_per_minute,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="tokens per minute the endpoint allows, or 'none' "
+        "(env SEER_LLM_TOKENS_PER_MINUTE, default 200000)",
+    )
+    pacing.add_argument(
+        "--concurrency",
+        type=_concurrency,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="requests in flight at once (env SEER_LLM_MAX_CONCURRENCY, default 16)",
+    )
+
+
+def _pacing_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The LLM settings given as flags; they win over the environment."""
+    given = {flag: name for flag, name in PACING_FLAGS.items() if hasattr(args, flag[2:])}
+    if given and args.evaluator.strip().lower() != "openai":
+        raise UsageError(
+            f"{', '.join(given)}: pacing applies to --evaluator openai only "
+            f"(this run uses --evaluator {args.evaluator})"
+        )
+    return {name: getattr(args, flag[2:]) for flag, name in given.items()}
+
+
+def build_command_evaluator(args: argparse.Namespace) -> Evaluator:
+    """The evaluator named on the command line, wrapped in the judgment cache if asked."""
+    pacing = _pacing_settings(args)
+    store = None
+    if args.cache:
+        try:
+            store = JudgmentStore(create_warehouse_engine(args.cache, setting="--cache"))
+        except Exception as error:
+            where = redact_url(args.cache) if "://" in args.cache else args.cache
+            detail = str(error).replace(args.cache, where)
+            raise UsageError(
+                f"--cache {where}: cannot open the judgment store ({detail})"
+            ) from None
+    try:
+        # The store also keeps the LLM judge's requirement lists, so K is stable across runs.
+        evaluator = build_evaluator(
+            args.evaluator, model=args.model, store=store, environ=environment(), **pacing
+        )
+    except ValueError as error:
+        raise UsageError(f"--evaluator {args.evaluator}: {error}") from None
+    if store is None:
+        return evaluator
+    return CachingEvaluator(evaluator, store)
+
+
+@dataclass
+class ScoreSummary:
+    totals: ScoreTotals = field(default_factory=ScoreTotals)
+    problems: list[str] = field(default_factory=list)  # the first few, for the console
+    unsent_requests: int = 0  # connections that failed before a request went out
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.totals.add(row)
+        status = row["status"]
+        if status != "ok" and len(self.problems) < PROBLEMS_SHOWN:
+            who = f" (event {row['event_id']})" if row["event_id"] is not None else ""
+            reason = str(row["reason"]).removeprefix(f"line {row['line']}: ")
+            self.problems.append(f"line {row['line']}{who}: {status}: {reason}")
+
+    def format(self) -> str:
+        def show(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:.3f}"
+
+        totals = self.totals
+        means = "  ".join(f"{metric} {show(mean)}" for metric, mean in totals.means().items())
+        lines = [
+            f"events: {totals.events}  ok: {totals.evaluated}  invalid: {totals.invalid}  "
+            f"errors: {totals.errors}",
+            f"mean {means}",
+            f"model calls: {totals.model_calls}  cache hits: {totals.cache_hits}  "
+            f"tokens: {totals.tokens} "
+            f"(prompt {totals.prompt_tokens}, completion {totals.completion_tokens})  "
+            f"estimated cost: ${totals.cost_usd:.4f}",
+        ]
+        if self.unsent_requests:
+            lines.append(
+                f"connections that failed before sending (not model calls): {self.unsent_requests}"
+            )
+        return "\n".join(lines)
+
+
+async def _judge(evaluator: Evaluator, events: list[RetrievalEvent]) -> list[dict[str, Any]]:
+    """Judge one batch into `seer_judgments` rows; an evaluator that raises turns the
+    batch into error rows (and never stops the file)."""
+    try:
+        outcomes = await evaluator.evaluate(events)
+        if len(outcomes) != len(events):
+            raise RuntimeError(f"returned {len(outcomes)} outcomes for {len(events)} events")
+    except Exception as error:
+        reason = f"evaluator_failure: {type(error).__name__}: {error}"
+        outcomes = [EvaluationOutcome(e.event_id, "error", reason=reason) for e in events]
+    return [
+        judged_row(event, outcome, evaluator)
+        for event, outcome in zip(events, outcomes, strict=True)
+    ]
+
+
+def parse_line(line_number: int, text: str) -> RetrievalEvent | dict[str, Any]:
+    """A valid event, or the `invalid` row that says why (naming the line)."""
+    record, problem = parse_json_line(text)
+    if problem is not None:
+        return invalid_row(None, f"line {line_number}: {problem}")
+    try:
+        return RetrievalEvent.from_record(record)
+    except InvalidEventError as error:
+        return invalid_row(record, f"line {line_number}: {error.reason}")
+
+
+async def score_file(
+    path: Path,
+    evaluator: Evaluator,
+    *,
+    out: TextIO | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: tqdm | None = None,
+) -> ScoreSummary:
+    """Score every line of `path`, writing rows to `out` in input order."""
+    summary = ScoreSummary()
+    pending: list[RetrievalEvent | dict[str, Any]] = []
+    pending_lines: list[int] = []
+
+    async def flush() -> None:
+        to_judge = [item for item in pending if isinstance(item, RetrievalEvent)]
+        judged = iter(await _judge(evaluator, to_judge)) if to_judge else iter(())
+        judgment_rows = [
+            next(judged) if isinstance(item, RetrievalEvent) else item for item in pending
+        ]
+        summary.unsent_requests += sum(row.get("unsent_requests", 0) for row in judgment_rows)
+        metric_rows = event_metric_rows(judgment_rows)
+        for line, metric_row in zip(pending_lines, metric_rows, strict=True):
+            row = score_line_row(line, metric_row)
+            summary.add(row)
+            if out is not None:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if progress is not None:
+            progress.update(len(pending))
+        pending.clear()
+        pending_lines.clear()
+
+    for line_number, text, error in numbered_lines(path):
+        if error is not None:
+            item = invalid_row(None, f"line {line_number}: {error}")
+        else:
+            item = parse_line(line_number, text)
+        pending.append(item)
+        pending_lines.append(line_number)
+        if len(pending) >= batch_size:
+            await flush()
+    if pending:
+        await flush()
+    return summary
+
+
+def _count_lines(path: Path) -> int:
+    return sum(1 for _ in numbered_lines(path))
+
+
+def check_input_file(path_text: str, what: str) -> Path:
+    path = Path(path_text)
+    if not path.is_file():
+        raise UsageError(f"{what} {path_text!r}: no such file")
+    try:
+        with open_binary(path) as handle:
+            handle.read(1)
+    except OSError as error:
+        raise UsageError(f"{what} {path_text!r}: cannot be read ({error})") from None
+    return path
+
+
+def run(args: argparse.Namespace) -> int:
+    path = check_input_file(args.events, "EVENTS.jsonl")
+    if args.batch_size < 1:
+        raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
+    evaluator = build_command_evaluator(args)
+    out: TextIO | None = None
+    if args.out:
+        try:
+            out = Path(args.out).open("w", encoding="utf-8")  # noqa: SIM115 (closed below)
+        except OSError as error:
+            raise UsageError(f"--out {args.out}: cannot write ({error.strerror})") from None
+    total = _count_lines(path)
+    progress = tqdm(
+        total=total,
+        unit="event",
+        desc="scoring",
+        file=sys.stderr,
+        disable=total < PROGRESS_MIN_LINES,
+    )
+    try:
+        summary = asyncio.run(
+            score_file(path, evaluator, out=out, batch_size=args.batch_size, progress=progress)
+        )
+    finally:
+        progress.close()
+        if out is not None:
+            out.close()
+    for problem in summary.problems:
+        print(problem, file=sys.stderr)
+    hidden = summary.totals.invalid + summary.totals.errors - len(summary.problems)
+    if hidden > 0:
+        where = f" (all are in {args.out})" if args.out else " (use --out to see all)"
+        print(f"... and {hidden} more invalid or failed lines{where}", file=sys.stderr)
+    print(f"{path}: evaluator {evaluator.name} (model {evaluator.model})")
+    print(summary.format())
+    if args.cache:
+        where = redact_url(args.cache) if "://" in args.cache else args.cache
+        print(f"judgments cached in {where} (--no-cache to judge again)")
+    if args.out:
+        print(f"scores written to {args.out}")
+    totals = summary.totals
+    if totals.evaluated == 0:
+        what = (
+            "the file has no events"
+            if totals.events == 0
+            else f"none of its {totals.events} lines could be scored (see the lines above)"
+        )
+        print(f"error: {path}: {what}", file=sys.stderr)
+        return EXIT_NOTHING_SCORED
+    return 0

@@ -1,0 +1,379 @@
+"""Metric assets: per event, per passage and per (day, slice), from `seer_judgments`.
+
+The rows are built by `seer_metrics.rows` (scoring vectorised over each chunk of stored
+judgments); nothing here calls a model, so these assets are cheap to re-run.
+"""
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import date
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+from dagster import (
+    AssetExecutionContext,
+    BackfillPolicy,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+from pydantic import Field
+
+from seer_metrics.rows import JUDGMENT_READ_COLUMNS, event_metric_rows, passage_rows
+from seer_metrics.scoring import METRICS
+from seer_metrics.slices import (
+    DEFAULT_BLOAT_LINE,
+    DEFAULT_SLICE_KEYS,
+    JUDGE_COLUMNS,
+    SliceAccumulator,
+)
+from seer_metrics.slices.groups import (
+    DEFAULT_MAX_PAIR_SLICES,
+    DEFAULT_PAIR_MINIMUM_EVENTS,
+    PairSliceBounds,
+)
+from seer_metrics.totals import ScoreTotals
+from seer_pipelines.defs.assets.events import GROUP_NAME
+from seer_pipelines.defs.assets.judgments import event_judgments
+from seer_pipelines.defs.assets.metadata_display import display_metadata, markdown_cell
+from seer_pipelines.defs.assets.table_schemas import table_metadata
+from seer_pipelines.defs.partitions import daily_partitions, partition_day
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
+from seer_pipelines.judging.step_process import freeze_loaded_objects
+from seer_pipelines.settings import setting
+from seer_pipelines.warehouse.engine import WarehouseConfigError
+from seer_pipelines.warehouse.schema import (
+    EVENT_METRICS_TABLE,
+    JUDGMENTS_TABLE,
+    PASSAGE_JUDGMENTS_TABLE,
+    SLICE_METRICS_TABLE,
+)
+from seer_pipelines.warehouse.writer import plain_value
+
+# -- event metrics ---------------------------------------------------------------------
+
+
+def totals_metadata(totals: ScoreTotals) -> dict[str, Any]:
+    """Asset metadata of a day's totals; undefined means are left out rather than NaN."""
+    metadata: dict[str, Any] = {
+        "events": totals.events,
+        "evaluated": totals.evaluated,
+        "invalid": totals.invalid,
+        "errors": totals.errors,
+        "cache_hits": totals.cache_hits,
+        "model_calls": totals.model_calls,
+        "tokens": totals.tokens,
+        "estimated_cost_usd": float(totals.cost_usd),
+    }
+    for metric, mean in totals.means().items():
+        if mean is not None:
+            metadata[f"mean_{metric}"] = float(mean)
+    return metadata
+
+
+def build_event_metrics(warehouse: WarehouseResource, day: date) -> tuple[ScoreTotals, int]:
+    """Replace `day` in `seer_event_metrics`; returns the totals and the rows written."""
+    totals = ScoreTotals()
+    with warehouse.partition_writer(EVENT_METRICS_TABLE, day) as writer:
+        chunks = warehouse.read_partition_records(JUDGMENTS_TABLE, day, JUDGMENT_READ_COLUMNS)
+        for chunk in chunks:
+            rows = event_metric_rows(chunk)
+            totals.add_all(rows)
+            writer.write(rows)
+        written = writer.commit()
+    return totals, written
+
+
+@asset(
+    partitions_def=daily_partitions,
+    deps=[event_judgments],
+    group_name=GROUP_NAME,
+    kinds={"sql", "pandas"},
+    backfill_policy=BackfillPolicy.multi_run(1),
+    description=(
+        "Every ingested event exactly once with its status and, when ok, recall, precision, "
+        "f1 and ndcg (NULL where undefined), K, N, cited ids and missing requirements."
+    ),
+    metadata=table_metadata(EVENT_METRICS_TABLE),
+)
+def event_metrics(
+    context: AssetExecutionContext, warehouse: WarehouseResource
+) -> MaterializeResult:
+    freeze_loaded_objects()
+    day = partition_day(context.partition_key)
+    totals, written = build_event_metrics(warehouse, day)
+    context.log.info(
+        f"{day}: {written} events scored ({totals.evaluated} ok, {totals.invalid} invalid, "
+        f"{totals.errors} errors)"
+    )
+    return MaterializeResult(
+        metadata=display_metadata(
+            {
+                **totals_metadata(totals),
+                **table_metadata(EVENT_METRICS_TABLE, written),
+            }
+        )
+    )
+
+
+# -- passage judgments -----------------------------------------------------------------
+
+
+@asset(
+    partitions_def=daily_partitions,
+    deps=[event_judgments],
+    group_name=GROUP_NAME,
+    kinds={"sql"},
+    backfill_policy=BackfillPolicy.multi_run(1),
+    description=(
+        "The per-passage view: one row per (event, passage) of evaluated events, with its "
+        "ranked position, whether it was cited and by which requirements."
+    ),
+    metadata=table_metadata(PASSAGE_JUDGMENTS_TABLE),
+)
+def passage_judgments(
+    context: AssetExecutionContext, warehouse: WarehouseResource
+) -> MaterializeResult:
+    freeze_loaded_objects()
+    day = partition_day(context.partition_key)
+    cited = 0
+    events = 0
+    with warehouse.partition_writer(PASSAGE_JUDGMENTS_TABLE, day) as writer:
+        columns = ("event_id", "status", "judgment", "ranked_context")
+        for chunk in warehouse.read_partition_records(JUDGMENTS_TABLE, day, columns):
+            rows = passage_rows(chunk)
+            cited += sum(1 for row in rows if row["cited"])
+            events += len({row["event_id"] for row in rows})
+            writer.write(rows)
+        written = writer.commit()
+    context.log.info(f"{day}: {written} passages of {events} events, {cited} cited")
+    return MaterializeResult(
+        metadata=display_metadata(
+            {
+                "passages": written,
+                "events": events,
+                "cited_passages": cited,
+                "share_cited": float(cited / written) if written else 0.0,
+                **table_metadata(PASSAGE_JUDGMENTS_TABLE, written),
+            }
+        )
+    )
+
+
+# -- slice metrics ---------------------------------------------------------------------
+
+
+def default_slice_keys() -> list[str]:
+    """$SEER_SLICE_KEYS (comma-separated metadata keys), else env and feature_flag."""
+    configured = setting("SEER_SLICE_KEYS") or ""
+    keys = [key.strip() for key in configured.split(",") if key.strip()]
+    return keys or list(DEFAULT_SLICE_KEYS)
+
+
+def default_bloat_line() -> float:
+    """$SEER_BLOAT_LINE, else 0.35: precision below it counts as context bloat."""
+    configured = setting("SEER_BLOAT_LINE") or ""
+    if not configured:
+        return DEFAULT_BLOAT_LINE
+    try:
+        value = float(configured)
+    except ValueError:
+        raise WarehouseConfigError(
+            f"SEER_BLOAT_LINE must be a number, got {configured!r}"
+        ) from None
+    if not 0.0 < value <= 1.0:
+        raise WarehouseConfigError(f"SEER_BLOAT_LINE must be in (0, 1], got {value}")
+    return value
+
+
+class SliceMetricsConfig(Config):
+    slice_keys: list[str] | None = Field(
+        default=None,
+        description="Metadata keys to slice by; default $SEER_SLICE_KEYS, else env,feature_flag.",
+    )
+    bloat_line: float | None = Field(
+        default=None,
+        description="Precision below this counts as context bloat; default $SEER_BLOAT_LINE "
+        "or 0.35.",
+    )
+    pair_minimum_events: int = Field(
+        default=DEFAULT_PAIR_MINIMUM_EVENTS,
+        ge=1,
+        description="A pair slice (env=prod,feature_flag=retrieval-v2) needs this many "
+        "events that day.",
+    )
+    max_pair_slices: int = Field(
+        default=DEFAULT_MAX_PAIR_SLICES,
+        ge=0,
+        description="At most this many pair slices a day, the largest first (0: none).",
+    )
+
+    def resolved_slice_keys(self) -> list[str]:
+        keys = self.slice_keys if self.slice_keys is not None else default_slice_keys()
+        bad = [key for key in keys if not isinstance(key, str) or not key.strip()]
+        if bad:
+            raise WarehouseConfigError(f"slice_keys must be non-empty strings, got {bad!r}")
+        return list(dict.fromkeys(key.strip() for key in keys))
+
+    def resolved_bloat_line(self) -> float:
+        return self.bloat_line if self.bloat_line is not None else default_bloat_line()
+
+    def pair_bounds(self) -> PairSliceBounds:
+        return PairSliceBounds(self.pair_minimum_events, self.max_pair_slices)
+
+
+_EVENT_METRIC_READ_COLUMNS = (
+    "status",
+    *METRICS,
+    "k",
+    "n",
+    "metadata",
+    "stratum",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+)
+
+
+def compute_slice_frame(
+    warehouse: WarehouseResource,
+    day: date,
+    slice_keys: Sequence[str],
+    bloat_line: float,
+    pair_bounds: PairSliceBounds | None = None,
+) -> pd.DataFrame:
+    """The day's per-slice aggregates, from `seer_event_metrics` read chunk by chunk.
+
+    Only a few small codes per event are kept (`SliceAccumulator`, about 12 bytes an event)
+    instead of whole rows with their metadata; with the transient arrays of one slice at a
+    time the step's RSS grows by about 80 bytes an event (a million events: 78 MB). A
+    sampled day's slices are estimated from its judged events, weighted by their `stratum`.
+    """
+    accumulator = SliceAccumulator(slice_keys, bloat_line, pair_bounds)
+    for chunk in warehouse.read_partition(EVENT_METRICS_TABLE, day, _EVENT_METRIC_READ_COLUMNS):
+        accumulator.add(chunk)
+    accumulator.count_judges(day_judges(warehouse, day))
+    return accumulator.result(day)
+
+
+def day_judges(warehouse: WarehouseResource, day: date) -> Counter[str]:
+    """How many of the day's events each judge (`evaluator:model:prompt_version`) judged,
+    counted in the warehouse (one grouped query over `seer_judgments`)."""
+    table = warehouse.ensure_output_tables()[JUDGMENTS_TABLE]
+    columns = [table.c[name] for name in JUDGE_COLUMNS]
+    query = (
+        sa.select(*columns, sa.func.count())
+        .where(table.c.partition_date == day, table.c.status == "ok")
+        .group_by(*columns)
+    )
+    with warehouse.get_engine().connect() as connection:
+        return Counter(
+            {
+                ":".join(str(part) for part in row[:-1]): int(row[-1])
+                for row in connection.execute(query)
+                if None not in row[:-1]
+            }
+        )
+
+
+def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """DataFrame rows as dicts with NaN turned into None (NULL) and numpy scalars unboxed."""
+    return [
+        {key: plain_value(value) for key, value in record.items()}
+        for record in frame.to_dict("records")
+    ]
+
+
+def slice_metadata(frame: pd.DataFrame) -> dict[str, Any]:
+    """Flat numeric keys per slice (`recall/env=prod`, `events/env=prod`) for UI plots."""
+    metadata: dict[str, Any] = {}
+    for record in frame_records(frame):
+        label = record["slice"]
+        metadata[f"events/{label}"] = int(record["events"])
+        metadata[f"judged/{label}"] = int(record["evaluated"])
+        for metric in METRICS:
+            value = record.get(f"mean_{metric}")
+            if value is not None:
+                metadata[f"{metric}/{label}"] = float(value)
+    return metadata
+
+
+def slice_markdown(frame: pd.DataFrame) -> str:
+    """A small markdown table of the slices, for the materialization page."""
+    lines = [
+        "| slice | events | judged | invalid | errors | recall | precision | f1 | ndcg |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def fmt(record: dict[str, Any], metric: str) -> str:
+        """The mean, and ± its sampling standard error when there is one."""
+        value, error = record.get(f"mean_{metric}"), record.get(f"se_{metric}")
+        if value is None:
+            return "–"
+        return f"{value:.3f} ± {error:.3f}" if error else f"{value:.3f}"
+
+    for record in frame_records(frame):
+        lines.append(
+            f"| {markdown_cell(str(record['slice']))} | {record['events']} | "
+            f"{record['evaluated']} | {record['invalid']} | {record['errors']} | "
+            + " | ".join(fmt(record, metric) for metric in METRICS)
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def build_slice_metrics(
+    warehouse: WarehouseResource,
+    day: date,
+    slice_keys: Iterable[str],
+    bloat_line: float,
+    pair_bounds: PairSliceBounds | None = None,
+) -> tuple[pd.DataFrame, int]:
+    """Replace `day` in `seer_slice_metrics`; returns the slice frame and rows written."""
+    frame = compute_slice_frame(warehouse, day, list(slice_keys), bloat_line, pair_bounds)
+    with warehouse.partition_writer(SLICE_METRICS_TABLE, day) as writer:
+        writer.write(frame_records(frame))
+        written = writer.commit()
+    return frame, written
+
+
+@asset(
+    partitions_def=daily_partitions,
+    deps=[event_metrics],
+    group_name=GROUP_NAME,
+    kinds={"sql", "pandas"},
+    # One partition per run: partitioned asset checks record one result per run, so a
+    # range run would lose the per-day check results (see docs/pipelines.md).
+    backfill_policy=BackfillPolicy.multi_run(1),
+    description=(
+        "Per (day, slice) aggregates: counts, mean/std/p10 of the metrics over defined "
+        "values, share of events with recall < 1 and with precision below the bloat line, "
+        "mean K, tokens and cost. On a sampled day: the population, the judged sample and "
+        "estimates with their sampling standard errors (se_*). The slice checks run on "
+        "this table."
+    ),
+    metadata=table_metadata(SLICE_METRICS_TABLE),
+)
+def slice_metrics(
+    context: AssetExecutionContext, config: SliceMetricsConfig, warehouse: WarehouseResource
+) -> MaterializeResult:
+    freeze_loaded_objects()
+    day = partition_day(context.partition_key)
+    keys = config.resolved_slice_keys()
+    frame, written = build_slice_metrics(
+        warehouse, day, keys, config.resolved_bloat_line(), config.pair_bounds()
+    )
+    context.log.info(f"{day}: {written} slices over keys {keys}")
+    return MaterializeResult(
+        metadata=display_metadata(
+            {
+                "slices": written,
+                "slice_keys": ", ".join(keys),
+                "slice_table": MetadataValue.md(slice_markdown(frame)),
+                **slice_metadata(frame),
+                **table_metadata(SLICE_METRICS_TABLE, written),
+            }
+        )
+    )

@@ -1,0 +1,109 @@
+"""The accounting check: every source row of a day is stored once, or counted as dropped.
+
+For a day D the check recounts the source rows on D (`WarehouseResource.count_events`)
+and holds them equal to the rows stored in `seer_event_metrics` for D plus the rows
+`event_judgments` dropped because their event id repeated (the first row per id is
+kept). A difference fails the check with ERROR: rows were lost, or the source changed
+since the day was judged (re-run the day).
+
+Rows whose `event_ts` puts them on no day (NULL, `2026-11-31T...`, `yesterday`) are in
+no day's count; they are counted over the whole table (`unplaced_rows`), the same figure
+on every day, never added into a day, so nothing is counted twice. The check warns while
+any exist.
+"""
+
+from datetime import date
+from typing import Any
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetRecordsFilter,
+    DagsterInstance,
+)
+
+from seer_pipelines.defs.assets.judgments import event_judgments
+from seer_pipelines.defs.assets.metrics import event_metrics
+from seer_pipelines.defs.partitions import daily_asset_check, partition_day
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
+from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE
+
+
+def judging_figures(instance: DagsterInstance, partition_key: str) -> dict[str, Any] | None:
+    """The metadata of the latest `event_judgments` materialization of the partition."""
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=event_judgments.key, asset_partitions=[partition_key]),
+        limit=1,
+    ).records
+    if not records or records[0].asset_materialization is None:
+        return None
+    metadata = records[0].asset_materialization.metadata
+    return {key: value.value for key, value in metadata.items()}
+
+
+def account_for_day(
+    warehouse: WarehouseResource, day: date, judged: dict[str, Any] | None
+) -> AssetCheckResult:
+    """The check result for `day`, given the figures `event_judgments` reported."""
+    read = warehouse.count_events(day)
+    stored = warehouse.count_partition(EVENT_METRICS_TABLE, day)
+    unplaced = warehouse.count_unplaced_events()
+    figures: dict[str, Any] = {
+        "rows_read": read,
+        "rows_stored": stored,
+        "unplaced_rows": unplaced,
+    }
+    if judged is None:
+        return AssetCheckResult(
+            passed=False,
+            severity=AssetCheckSeverity.ERROR,
+            description=f"{day}: event_judgments has no materialization for this day",
+            metadata=figures,
+        )
+    duplicates = int(judged.get("duplicate_event_ids") or 0)
+    figures["duplicates"] = duplicates
+    figures["rows_read_when_judged"] = int(judged.get("rows_read") or 0)
+    if stored + duplicates != read:
+        missing = read - stored - duplicates
+        return AssetCheckResult(
+            passed=False,
+            severity=AssetCheckSeverity.ERROR,
+            description=(
+                f"{day}: {read} source rows on the day, but {stored} stored + {duplicates} "
+                f"duplicate ids = {stored + duplicates} ({missing:+d} unaccounted); rows were "
+                "lost or the source changed since the day was judged: re-run the day"
+            ),
+            metadata={**figures, "unaccounted": missing},
+        )
+    if unplaced:
+        return AssetCheckResult(
+            passed=False,
+            severity=AssetCheckSeverity.WARN,
+            description=(
+                f"{day}: accounted ({stored} stored + {duplicates} duplicate ids); {unplaced} "
+                "source rows of the table have an event_ts on no day (NULL or not a date) "
+                "and are in no partition"
+            ),
+            metadata=figures,
+        )
+    return AssetCheckResult(
+        passed=True,
+        description=f"{day}: {read} source rows = {stored} stored + {duplicates} duplicate ids",
+        metadata=figures,
+    )
+
+
+@daily_asset_check(
+    asset=event_metrics.key,
+    name="rows_accounted_for",
+    description=(
+        "Source rows on the day = rows stored + duplicate event ids dropped; rows with "
+        "an event_ts on no day are counted table-wide (unplaced_rows) and warned about."
+    ),
+)
+def rows_accounted_for(
+    context: AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> AssetCheckResult:
+    judged = judging_figures(context.instance, context.partition_key)
+    return account_for_day(warehouse, partition_day(context.partition_key), judged)
