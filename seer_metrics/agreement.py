@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
-from seer_metrics.evaluators.lexical import content_terms
+from seer_metrics.evaluators.lexical.text import content_terms
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.scoring import score_event
 from seer_metrics.text.jsonl import numbered_json_lines

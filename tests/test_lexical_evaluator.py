@@ -9,14 +9,10 @@ import pytest
 from seer_metrics import RetrievalEvent
 from seer_metrics.evaluators import build_evaluator
 from seer_metrics.evaluators.base import Evaluator
-from seer_metrics.evaluators.lexical import (
-    LexicalEvaluator,
-    content_terms,
-    extract_requirements,
-    ground_passages,
-    stem,
-    title_key,
-)
+from seer_metrics.evaluators.lexical import LexicalEvaluator
+from seer_metrics.evaluators.lexical.grounding import ground_passages, title_key
+from seer_metrics.evaluators.lexical.requirements import extract_requirements
+from seer_metrics.evaluators.lexical.text import content_terms, stem
 
 
 def make_event(task: str, passages: list[str], event_id: str = "e1") -> RetrievalEvent:

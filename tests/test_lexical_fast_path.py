@@ -18,17 +18,13 @@ from functools import lru_cache
 
 import pytest
 
-from seer_metrics.evaluators import lexical
-from seer_metrics.evaluators.lexical import (
-    LexicalEvaluator,
-    context_idf,
-    extract_requirements,
-    fold_accents,
-    is_content_word,
-    split_title,
-    stem,
-    title_key,
-)
+from seer_metrics.evaluators.lexical import LexicalEvaluator
+from seer_metrics.evaluators.lexical import evaluator as lexical_evaluator
+from seer_metrics.evaluators.lexical import text as lexical_text
+from seer_metrics.evaluators.lexical.evaluator import context_idf
+from seer_metrics.evaluators.lexical.grounding import split_title, title_key
+from seer_metrics.evaluators.lexical.requirements import extract_requirements
+from seer_metrics.evaluators.lexical.text import fold_accents, is_content_word, stem
 from seer_metrics.events import ContextItem, RetrievalEvent
 from seer_metrics.judgment import Judgment, Requirement
 from seer_pipelines.demo.realistic import generate_stream
@@ -237,8 +233,8 @@ def test_fast_path_judges_as_the_reference(stream_events, settings) -> None:
 
 
 def test_memory_bounds_start_over_with_the_same_judgments(stream_events, monkeypatch) -> None:
-    monkeypatch.setattr(lexical, "_ENTRIES_KEPT", 7)
-    monkeypatch.setattr(lexical, "_QUERIES_KEPT", 3)
+    monkeypatch.setattr(lexical_evaluator, "_ENTRIES_KEPT", 7)
+    monkeypatch.setattr(lexical_evaluator, "_QUERIES_KEPT", 3)
     judge = LexicalEvaluator()
     assert fast_outcomes(judge, stream_events) == [
         reference_outcome(judge, e) for e in stream_events
@@ -261,8 +257,8 @@ def test_memory_bounds_start_over_with_the_same_judgments(stream_events, monkeyp
     ],
 )
 def test_words_fast_path_matches_the_reference(text: str) -> None:
-    assert lexical.words(text) == reference_words(text)
-    assert lexical.content_terms(text) == reference_terms(text)
+    assert lexical_text.words(text) == reference_words(text)
+    assert lexical_text.content_terms(text) == reference_terms(text)
 
 
 @pytest.mark.parametrize(
