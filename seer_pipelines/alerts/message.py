@@ -106,6 +106,11 @@ def slice_order(label: str, group: Sequence[Alert]) -> tuple:
     )
 
 
+def _leads(alert: Alert) -> bool:
+    """The alert's slice leads its story (rows recorded before `leads`: it explained one)."""
+    return bool(alert.payload.get("leads", alert.payload.get("explains")))
+
+
 def still_open_line(carried: Sequence[Alert]) -> str:
     """One short line for the service levels that keep failing under an open incident."""
     items = []
@@ -147,7 +152,7 @@ def build_check_message(
     slice_names = ", ".join(f"*{escape_mrkdwn(label)}*" for label in slices[:8])
     if len(slices) > 8:
         slice_names += f" and {len(slices) - 8} more"
-    leads = [a for a in alerts if a.payload.get("explains") and a.payload.get("headline")]
+    leads = [a for a in alerts if _leads(a) and a.payload.get("headline")]
     lead = min(leads, key=lambda a: a.payload.get("alert_rank", 0), default=None)
     lead_text = f"*{escape_mrkdwn(lead.payload['headline'])}*\n" if lead else ""
     blocks: list[dict[str, Any]] = [
