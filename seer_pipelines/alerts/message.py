@@ -94,7 +94,7 @@ def _latest_run(alerts: Sequence[Alert]) -> str | None:
 
 
 def slice_order(label: str, group: Sequence[Alert]) -> tuple:
-    """In the day's alert order when known (the narrowest slice that explains a drop
+    """In the day's alert order when known (the slice that explains the most of a drop
     first); else worst first: any ERROR, then high priority, the `all` aggregate last."""
     ranks = [a.payload["alert_rank"] for a in group if a.payload.get("alert_rank") is not None]
     return (
