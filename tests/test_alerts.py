@@ -212,6 +212,71 @@ def test_one_message_summarises_every_failing_check_of_the_partition(outbox, tmp
     assert {a.state for a in outbox.rows(DAY)} == {SENT}
 
 
+def recall_drop(label: str, events: int, delta: float, **changes) -> CheckOutcome:
+    return failing_outcome(
+        "recall_drop",
+        label,
+        statistic="mean_recall",
+        observed=0.81 - delta,
+        baseline=0.81,
+        baseline_sample_size=events * 7,
+        sample_size=events,
+        delta=delta,
+        threshold=0.1,
+        noise=0.03,
+        **changes,
+    )
+
+
+PROD_V1, PROD_V2 = "env=prod,feature_flag=retrieval-v1", "env=prod,feature_flag=retrieval-v2"
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "lead", "headline"),
+    [
+        pytest.param(
+            # a quarter of prod's contexts empty, v1 and v2 alike
+            [
+                recall_drop("all", 2000, 0.15),
+                recall_drop("env=prod", 1500, 0.20, high_priority=True),
+                passing(recall_drop("env=dev", 500, 0.0)),
+                recall_drop("feature_flag=retrieval-v1", 700, 0.15),
+                recall_drop("feature_flag=retrieval-v2", 1300, 0.15),
+                recall_drop(PROD_V1, 525, 0.20, high_priority=True),
+                recall_drop(PROD_V2, 975, 0.20, high_priority=True),
+            ],
+            "env=prod",
+            "env=prod explains 100% of the overall recall drop: recall −0.20, 1,500 events; "
+            "the rest of the traffic unchanged; no narrower slice explains it (env=prod × "
+            "feature_flag=retrieval-v2 accounts for 65% of it with 65% of its events)",
+            id="spread over prod",
+        ),
+        pytest.param(
+            # prod × v2 (74 events) loses its top hit
+            [
+                recall_drop("all", 300, 0.38 * 74 / 300),
+                recall_drop("env=prod", 150, 0.38 * 74 / 150 / 0.93, high_priority=True),
+                recall_drop("feature_flag=retrieval-v2", 150, 0.38 * 74 / 150),
+                recall_drop(PROD_V2, 74, 0.38, high_priority=True),
+            ],
+            PROD_V2,
+            "env=prod × feature_flag=retrieval-v2 explains 93% of env=prod's recall drop: "
+            "recall −0.38, 74 events; the rest of env=prod unchanged",
+            id="a release in the pair",
+        ),
+    ],
+)
+def test_the_message_is_led_by_the_slice_that_explains_the_most(
+    outbox, outcomes, lead, headline
+) -> None:
+    with FakeSlack() as slack:
+        AlertDispatcher(outbox, slack_resource(slack)).alert_on_day(DAY, outcomes, "r1")
+        [posted] = slack.messages
+    texts = mrkdwn_texts(posted["blocks"])
+    assert texts[1].startswith(f"*{headline}*\n")
+    assert texts[2].startswith(f"*{lead}*")
+
+
 def test_rerun_does_not_post_again_unless_the_outcome_changed(outbox) -> None:
     with FakeSlack() as slack:
         dispatcher = AlertDispatcher(outbox, slack_resource(slack))

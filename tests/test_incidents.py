@@ -305,7 +305,7 @@ def test_the_alert_leads_with_the_narrowest_slice_that_explains_the_drop(engine)
         [message] = slack.messages
     summary = message["blocks"][1]["text"]["text"]
     assert summary.startswith(
-        "*env=prod × feature_flag=retrieval-v2: f1 −0.33, 140 events; the rest of env=prod "
-        "unchanged"
+        "*env=prod × feature_flag=retrieval-v2 explains 100% of env=prod's f1 drop: f1 −0.33, "
+        "140 events; the rest of env=prod unchanged*"
     )
     assert message["blocks"][3]["text"]["text"].startswith(f"*{pair}*")

@@ -27,6 +27,7 @@ from seer_metrics.rules import (
     load_rules_config,
     parse_rules_config,
     pool_groups,
+    rest_of_parent,
     slice_components,
     slice_matches,
     wilson_interval,
@@ -825,23 +826,27 @@ def test_alert_leads_with_the_narrowest_slice_that_explains_the_drop() -> None:
     items = alert_order(outcomes, today)
     lead = items[0]
     assert lead.outcome.slice == PAIR
-    assert lead.explains and lead.explained_by is None
-    rests = {r.parent: r for r in lead.rest_of_parents}
-    assert rests["env=prod"].events == 180
-    assert rests["env=prod"].observed == pytest.approx(0.8)
-    assert rests["env=prod"].baseline == pytest.approx(0.8)
-    assert rests["env=prod"].unchanged
-    assert rests["feature_flag=retrieval-v2"].events == 100
+    assert lead.leads and lead.explains and lead.explained_by is None
+    explained = lead.explanation
+    assert explained.parent == "env=prod"  # of its two parents, the larger drop (a tie here)
+    assert explained.share == pytest.approx(1.0)
+    assert explained.rest.events == 180
+    assert explained.rest.observed == pytest.approx(0.8)
+    assert explained.rest.baseline == pytest.approx(0.8)
+    assert explained.rest.unchanged
     assert lead.headline() == (
-        "env=prod × feature_flag=retrieval-v2: f1 −0.37, 140 events; "
-        "the rest of env=prod unchanged (f1 0.00, 180 events); "
-        "the rest of feature_flag=retrieval-v2 unchanged (f1 0.00, 100 events)"
+        "env=prod × feature_flag=retrieval-v2 explains 100% of env=prod's f1 drop: "
+        "f1 −0.37, 140 events; the rest of env=prod unchanged"
     )
     assert {i.outcome.slice: i.explained_by for i in items[1:]} == {
         "env=prod": PAIR,
         "feature_flag=retrieval-v2": PAIR,
     }
-    assert items[1].headline().endswith("(explained by env=prod × feature_flag=retrieval-v2)")
+    assert (
+        items[1]
+        .headline()
+        .endswith("(explained by env=prod × feature_flag=retrieval-v2, 100% of it)")
+    )
 
 
 def test_a_drop_spread_over_the_parent_is_not_explained_by_the_child() -> None:
@@ -851,8 +856,18 @@ def test_a_drop_spread_over_the_parent_is_not_explained_by_the_child() -> None:
     f1_only = RulesConfig(rules=(DEFAULT_RULES.rule("f1_drop"),))
     items = alert_order(evaluate_rules(f1_only, today, past), today)
     by_slice = {i.outcome.slice: i for i in items}
-    rest = next(r for r in by_slice[PAIR].rest_of_parents if r.parent == "env=prod")
+    # the pair accounts for 140 * 0.37 / (140 * 0.37 + 180 * 0.3) = 49% of prod's drop
+    assert by_slice["env=prod"].explained_by is None
+    assert by_slice["env=prod"].leads
+    rest = rest_of_parent(by_slice[PAIR].outcome, by_slice["env=prod"].outcome, rows(today))
     assert rest.delta == pytest.approx(0.3)
     assert not rest.unchanged
-    assert by_slice["env=prod"].explained_by is None
     assert rest_phrase(rest) == "the rest of env=prod also dropped (f1 −0.30, 180 events)"
+    # the pair still explains v2, whose rest did not move
+    assert by_slice[PAIR].explanation.parent == "feature_flag=retrieval-v2"
+    assert by_slice["feature_flag=retrieval-v2"].explained_by == PAIR
+    assert "no narrower slice explains it" in by_slice["env=prod"].headline()
+
+
+def rows(frame_: pd.DataFrame) -> dict:
+    return {str(row["slice"]): row for row in frame_.to_dict("records")}

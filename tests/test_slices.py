@@ -267,7 +267,7 @@ def _pair_day(volumes: dict[tuple[str, str, str], int]) -> pd.DataFrame:
 
 
 def test_pair_slices_are_labelled_in_the_configured_key_order() -> None:
-    scores = _pair_day({("prod", "v2", "acme"): 120, ("prod", "v1", "acme"): 40})
+    scores = _pair_day({("prod", "v2", "acme"): 120, ("prod", "v1", "acme"): 29})
     table = slice_metrics(scores, ["feature_flag", "env"])
     pair = _row(table, "2026-11-01", "feature_flag=v2,env=prod")
     assert (pair["slice_key"], pair["slice_value"]) == ("feature_flag,env", "v2,prod")
@@ -275,7 +275,7 @@ def test_pair_slices_are_labelled_in_the_configured_key_order() -> None:
     assert pair["mean_f1"] == pytest.approx(0.6)
     assert pair["mean_recall"] == pytest.approx(0.75)
     assert pair["count_f1"] == 120
-    # below the default minimum of 100 events: no pair slice for prod with v1
+    # below the default minimum of 30 events (the rules' minimum sample): no pair slice
     assert "feature_flag=v1,env=prod" not in set(table["slice"])
     assert "feature_flag=v1" in set(table["slice"])
 
@@ -333,3 +333,19 @@ def test_pair_bounds_are_validated() -> None:
         PairSliceBounds(minimum_events=0)
     with pytest.raises(ValueError, match="max pair slices"):
         PairSliceBounds(max_slices=-1)
+
+
+def test_pair_slices_exist_down_to_the_rules_minimum_sample(tmp_path, monkeypatch) -> None:
+    """A smaller pair could never get a verdict; one as large as the minimum can."""
+    from seer_pipelines.assets.metrics import SliceMetricsConfig
+
+    from seer_metrics.rules import DEFAULT_MINIMUM_SAMPLE
+
+    assert PairSliceBounds().minimum_events == DEFAULT_MINIMUM_SAMPLE
+    monkeypatch.delenv("SEER_RULES_FILE", raising=False)
+    assert SliceMetricsConfig().pair_bounds() == PairSliceBounds(DEFAULT_MINIMUM_SAMPLE, 50)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("minimum_sample: 45\nrules: []\n", encoding="utf-8")
+    monkeypatch.setenv("SEER_RULES_FILE", str(rules))
+    assert SliceMetricsConfig().pair_bounds().minimum_events == 45
+    assert SliceMetricsConfig(pair_minimum_events=100).pair_bounds().minimum_events == 100

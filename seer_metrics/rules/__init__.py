@@ -10,13 +10,15 @@ the defaults are the packaged `default_rules.yaml`), `scope` (slice patterns),
 `statistics` (pooling, noise, Wilson bounds, false-discovery control), `readings` (a slice
 row read for a rule), `levels` (service levels), `evaluation` (drops, the day's outcomes),
 `wording` (every sentence about an outcome), `incidents` (the one transition that opens,
-carries and closes an incident, with hysteresis; what pages), `attribution` (the
-narrowest slice that explains a drop, the rest of its parent: the order of an alert).
+carries and closes an incident, with hysteresis; what pages), `attribution` (which slice
+leads an alert: the share of a parent's drop a narrower slice explains, and its surprise).
 """
 
 from seer_metrics.rules.attribution import (
     AlertItem,
+    Explanation,
     alert_order,
+    best_explanation,
     lead_slices,
     parent_slices,
     rest_of_parent,
@@ -101,6 +103,7 @@ __all__ = [
     "Baseline",
     "CheckOutcome",
     "Comparison",
+    "Explanation",
     "Incident",
     "IncidentChanges",
     "PooledSample",
@@ -119,6 +122,7 @@ __all__ = [
     "alert_order",
     "as_date",
     "benjamini_hochberg",
+    "best_explanation",
     "control_false_discoveries",
     "daily_spread",
     "default_rules",

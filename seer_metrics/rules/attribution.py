@@ -1,11 +1,23 @@
-"""Which failing slice explains a drop: the order an alert lists its outcomes in.
+"""Which failing slice leads an alert: the narrowest one, by what it explains.
 
 A release that hurts `env=prod` with `feature_flag=retrieval-v2` also moves `env=prod`,
 `feature_flag=retrieval-v2`, `all` and every intersection that overlaps it. The alert
-should lead with the narrowest slice that explains the drop, and say why: the rest of its
-parent (the parent's events outside it) did not move. That rest is computed from figures
-the slice table already has: counts and means of the parent and the child, today and in
-their baselines, since `n_rest * mean_rest = n_parent * mean_parent - n_child * mean_child`.
+should lead with the slice where the change happened, and say how much of the wider
+change it accounts for. Following Adtributor (Bhagwan et al., NSDI 2014), a narrower
+slice C of a failing parent P is weighed by its *explanatory power*, the share of the
+parent's change it accounts for,
+
+    share = (events_C * drop_C) / (events_P * drop_P),
+
+and by its *surprise*, how far beyond noise its own drop is (`drop / noise`). C explains
+P when its share is at least `EXPLAINING_SHARE` and the change is concentrated in it
+(the rest of P moved at most `CONCENTRATION` times as much as C): a change spread evenly
+over P gives each child the share of P's events it has, and then P itself leads. Among
+children whose shares tie (within `SHARE_TIE`), the one with fewer keys is preferred,
+then the more surprising; the explanation is followed down while a narrower slice
+explains the current one. A slice whose own drop is within noise never leads or
+explains. The rest of a parent (its events outside the child) is computed exactly from
+the slice table's counts and means: `n_rest * mean_rest = n_P * mean_P - n_C * mean_C`.
 """
 
 from __future__ import annotations
@@ -22,6 +34,13 @@ from seer_metrics.rules.model import CheckOutcome, RestOfParent
 from seer_metrics.rules.scope import slice_components
 from seer_metrics.slices.groups import ALL_SLICE
 
+# A narrower slice explains its parent when it accounts for this share of its change...
+EXPLAINING_SHARE = 0.75
+# ... and the rest of the parent fell at most this much per event as the slice did.
+CONCENTRATION = 0.5
+# Shares this close tie: the slice with fewer keys (the simpler story) is preferred.
+SHARE_TIE = 0.05
+
 _SEVERITY_ORDER = {"ERROR": 0, "WARN": 1}
 
 
@@ -33,21 +52,32 @@ def parent_slices(label: str) -> tuple[str, ...]:
     return components if len(components) > 1 else (ALL_SLICE,)
 
 
-@dataclass(frozen=True)
-class AlertItem:
-    """One failing outcome in alert order, with what explains it or what it explains."""
+def key_count(label: str) -> int:
+    """How many keys a slice fixes: 0 for `all`, 2 for `env=prod,feature_flag=v2`."""
+    return 0 if label == ALL_SLICE else len(slice_components(label))
 
-    outcome: CheckOutcome
-    rest_of_parents: tuple[RestOfParent, ...] = ()
-    explained_by: str | None = None
 
-    @property
-    def explains(self) -> bool:
-        """A drop on this slice leaves the rest of one of its parents unchanged."""
-        return any(rest.unchanged for rest in self.rest_of_parents)
+def is_narrower(child: str, parent: str) -> bool:
+    """Whether every event of `child` is in `parent` and `child` fixes more keys."""
+    if child in (parent, ALL_SLICE):
+        return False
+    if parent == ALL_SLICE:
+        return True
+    return set(slice_components(parent)) < set(slice_components(child))
 
-    def headline(self) -> str:
-        return wording.alert_headline(self.outcome, self.rest_of_parents, self.explained_by)
+
+def beyond_noise(outcome: CheckOutcome) -> bool:
+    """The slice's own drop is larger than its noise: only such a slice may lead."""
+    return outcome.delta is not None and outcome.delta > max(outcome.noise or 0.0, 0.0)
+
+
+def surprise(outcome: CheckOutcome) -> float | None:
+    """How many times its noise the slice's drop is (infinite without a noise test)."""
+    if outcome.delta is None:
+        return None
+    if not outcome.noise or outcome.noise <= 0:
+        return math.inf if outcome.delta > 0 else 0.0
+    return outcome.delta / outcome.noise
 
 
 def _number(value: Any) -> float | None:
@@ -116,67 +146,246 @@ def rest_of_parent(
     )
 
 
+@dataclass(frozen=True)
+class Explanation:
+    """How much of a parent slice's drop one narrower slice accounts for (one rule)."""
+
+    child: str
+    parent: str
+    share: float  # of the parent's drop: events_C * drop_C / (events_P * drop_P)
+    event_share: float  # of the parent's events today
+    parent_events: int
+    surprise: float  # the child's drop in multiples of its noise
+    child_drop: float
+    parent_drop: float
+    rest: RestOfParent
+
+    @property
+    def rest_drop(self) -> float | None:
+        """How much the rest of the parent fell per event: exact from the slice table when
+        it has figures, else from the shares (`drop_P * (1 - share) / (1 - event_share)`)."""
+        if self.rest.delta is not None:
+            return self.rest.delta
+        if self.event_share >= 1:
+            return None
+        return self.parent_drop * (1 - self.share) / (1 - self.event_share)
+
+    @property
+    def concentrated(self) -> bool:
+        """The rest of the parent fell at most `CONCENTRATION` times as much as the child:
+        the change lives in the child, not evenly over the parent."""
+        rest_drop = self.rest_drop
+        return rest_drop is not None and rest_drop <= CONCENTRATION * self.child_drop
+
+    @property
+    def explains(self) -> bool:
+        return self.share >= EXPLAINING_SHARE and self.concentrated
+
+
+def explanation(
+    child: CheckOutcome,
+    parent: CheckOutcome,
+    slice_rows: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Explanation | None:
+    """The share of `parent`'s drop that `child` accounts for; None when either has no
+    drop to share (no figures, or the parent did not fall)."""
+    rows = slice_rows or {}
+    child_events, _ = _today_figures(child, rows)
+    parent_events, _ = _today_figures(parent, rows)
+    if child.delta is None or parent.delta is None or parent.delta <= 0 or parent_events <= 0:
+        return None
+    return Explanation(
+        child=child.slice,
+        parent=parent.slice,
+        share=(child_events * child.delta) / (parent_events * parent.delta),
+        event_share=child_events / parent_events,
+        parent_events=parent_events,
+        surprise=surprise(child) or 0.0,
+        child_drop=child.delta,
+        parent_drop=parent.delta,
+        rest=rest_of_parent(child, parent, rows),
+    )
+
+
+def _capped(share: float) -> float:
+    """Shares above 1 (the rest of the parent rose) are all 'the whole drop'."""
+    return min(share, 1.0)
+
+
+def preferred(explanations: Iterable[Explanation]) -> Explanation | None:
+    """The largest share; among shares within `SHARE_TIE` of it, the fewest keys, then the
+    largest surprise."""
+    found = list(explanations)
+    if not found:
+        return None
+    top = max(_capped(e.share) for e in found)
+    tied = [e for e in found if _capped(e.share) >= top - SHARE_TIE]
+    return min(tied, key=lambda e: (key_count(e.child), -e.surprise, -e.share, e.child))
+
+
+def narrower_parts(
+    parent: CheckOutcome,
+    outcomes: Iterable[CheckOutcome],
+    rows: Mapping[str, Mapping[str, Any]],
+    failing_only: bool = True,
+) -> list[Explanation]:
+    """What each narrower slice of the same rule accounts for of `parent`'s drop.
+
+    Only slices with fewer events than the parent (one with the same events is the same
+    story told with more keys) and, with `failing_only`, failing drops beyond noise.
+    """
+    parent_events, _ = _today_figures(parent, rows)
+    parts = []
+    for child in outcomes:
+        if child.rule != parent.rule or not is_narrower(child.slice, parent.slice):
+            continue
+        if failing_only and not (child.failed and beyond_noise(child)):
+            continue
+        if _today_figures(child, rows)[0] >= parent_events:
+            continue
+        found = explanation(child, parent, rows)
+        if found is not None and found.share > 0:
+            parts.append(found)
+    return parts
+
+
+def best_explanation(
+    parent: CheckOutcome,
+    outcomes: Iterable[CheckOutcome],
+    rows: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Explanation | None:
+    """The narrower failing slice that explains `parent`'s drop, if one does."""
+    parts = narrower_parts(parent, outcomes, rows or {})
+    return preferred(e for e in parts if e.explains)
+
+
+@dataclass(frozen=True)
+class AlertItem:
+    """One failing outcome in alert order, with what it explains or what explains it.
+
+    `leads`: a failing drop beyond noise that no narrower slice explains, the end of an
+    explanation (a message's lead is the first). `explanation`: the failing parent it
+    explains the most of; `largest_part`: for a lead that a failing narrower slice does
+    not explain, the largest share one accounts for (to say the change is spread).
+    `impact`: its events times its drop over the events of `all`, how much it moved the
+    whole traffic's mean (comparable between slices and rules).
+    """
+
+    outcome: CheckOutcome
+    leads: bool = False
+    explanation: Explanation | None = None
+    largest_part: Explanation | None = None
+    explained_by: str | None = None
+    explained_share: float | None = None
+    impact: float | None = None
+
+    @property
+    def explains(self) -> bool:
+        """A drop on this slice explains a failing parent's drop."""
+        return self.explanation is not None
+
+    def headline(self) -> str:
+        return wording.alert_headline(
+            self.outcome,
+            self.explanation,
+            self.largest_part,
+            self.explained_by,
+            self.explained_share,
+        )
+
+
 def _rows_by_slice(slice_rows: pd.DataFrame | None) -> dict[str, Mapping[str, Any]]:
     if slice_rows is None or slice_rows.empty:
         return {}
     return {str(row["slice"]): row for row in slice_rows.to_dict("records")}
 
 
+def _rule_items(
+    outcomes: Sequence[CheckOutcome], rows: Mapping[str, Mapping[str, Any]]
+) -> list[AlertItem]:
+    """The failing drops of one rule, each a lead or explained by the lead it leads to."""
+    failing = [o for o in outcomes if o.failed]
+    leading = [o for o in failing if beyond_noise(o)]
+    by_slice = {o.slice: o for o in outcomes}
+    best = {o.slice: e for o in leading if (e := best_explanation(o, leading, rows))}
+
+    def story_end(label: str) -> str:
+        while label in best:  # each step is strictly narrower, so this ends
+            label = best[label].child
+        return label
+
+    explained: dict[str, list[Explanation]] = {}
+    for found in best.values():
+        explained.setdefault(found.child, []).append(found)
+    all_events = max((_today_figures(o, rows)[0] for o in outcomes), default=0)
+    if ALL_SLICE in by_slice:
+        all_events = _today_figures(by_slice[ALL_SLICE], rows)[0] or all_events
+    items = []
+    for outcome in failing:
+        events, _ = _today_figures(outcome, rows)
+        impact = events * outcome.delta / all_events if outcome.delta and all_events else None
+        if outcome.slice in best:
+            end = story_end(outcome.slice)
+            share = explanation(by_slice[end], outcome, rows)
+            items.append(
+                AlertItem(
+                    outcome,
+                    explained_by=end,
+                    explained_share=None if share is None else share.share,
+                    impact=impact,
+                )
+            )
+            continue
+        parents = explained.get(outcome.slice, [])
+        largest = min(
+            parents,
+            key=lambda e: (-round(e.parent_drop * e.parent_events, 9), e.parent),
+            default=None,
+        )
+        part = None
+        if beyond_noise(outcome) and narrower_parts(outcome, leading, rows):
+            part = preferred(narrower_parts(outcome, outcomes, rows, failing_only=False))
+        items.append(
+            AlertItem(
+                outcome,
+                leads=beyond_noise(outcome),
+                explanation=largest,
+                largest_part=part,
+                impact=impact,
+            )
+        )
+    return items
+
+
 def alert_order(
     outcomes: Sequence[CheckOutcome], slice_rows: pd.DataFrame | None = None
 ) -> list[AlertItem]:
-    """The failing outcomes of a day, the narrowest slice that explains a drop first.
+    """The failing outcomes of a day, the slice that explains the most first.
 
-    For each failing drop on a slice with parents (an intersection's components, or `all`
-    for a one-key slice), the rest of each parent is computed; a failing parent whose rest
-    moved by less than half the rule's alerting drop is explained by the child (followed
-    down to the narrowest such slice). Order: drops that explain a parent (those that
-    explain the most failing parents first), then other failures (changes before levels, ERROR
-    before WARN, narrower and high-priority slices first, larger drops first), then the
-    explained parents. `slice_rows` are the day's rows of the slice table.
+    For each drop rule, each failing drop is either explained by a narrower failing slice
+    (followed down to the narrowest one: `explained_by`) or leads. Order: the leads (ERROR
+    before WARN, the largest impact on the whole traffic first), then the other failures
+    (changes before levels, ERROR before WARN, narrower and high-priority slices first,
+    larger drops first), then the explained slices. `slice_rows` are the day's rows of
+    the slice table (today's counts and means).
     """
     rows = _rows_by_slice(slice_rows)
-    by_key = {(o.rule, o.slice): o for o in outcomes}
-    failing_outcomes = [o for o in outcomes if o.failed]
-    rests: dict[tuple[str, str], tuple[RestOfParent, ...]] = {}
-    explained_by: dict[tuple[str, str], str] = {}
-    # narrowest first, so a parent is explained by the narrowest child that explains it
-    for outcome in sorted(failing_outcomes, key=lambda o: -len(slice_components(o.slice))):
-        if outcome.kind != "drop":
-            continue
-        found = []
-        for parent_label in parent_slices(outcome.slice):
-            parent = by_key.get((outcome.rule, parent_label))
-            if parent is None or parent.observed is None:
-                continue
-            rest = rest_of_parent(outcome, parent, rows)
-            found.append(rest)
-            if rest.unchanged and parent.failed:
-                narrowest = explained_by.get((outcome.rule, outcome.slice), outcome.slice)
-                explained_by.setdefault((outcome.rule, parent_label), narrowest)
-        rests[(outcome.rule, outcome.slice)] = tuple(found)
-    items = [
-        AlertItem(
-            outcome=o,
-            rest_of_parents=rests.get((o.rule, o.slice), ()),
-            explained_by=explained_by.get((o.rule, o.slice)),
-        )
-        for o in failing_outcomes
-    ]
-
-    explained_count: dict[tuple[str, str], int] = {}
-    for (rule, _), child in explained_by.items():
-        explained_count[(rule, child)] = explained_count.get((rule, child), 0) + 1
+    by_rule: dict[str, list[CheckOutcome]] = {}
+    for outcome in outcomes:
+        if outcome.kind == "drop":
+            by_rule.setdefault(outcome.rule, []).append(outcome)
+    items = [item for group in by_rule.values() for item in _rule_items(group, rows)]
+    items.extend(AlertItem(o) for o in outcomes if o.failed and o.kind != "drop")
 
     def order(item: AlertItem) -> tuple[Any, ...]:
         o = item.outcome
         return (
+            not item.leads,
             item.explained_by is not None,
-            not item.explains,
-            -explained_count.get((o.rule, o.slice), 0),
             o.kind != "drop",
             _SEVERITY_ORDER.get(o.severity, 2),
-            -len(slice_components(o.slice)),
+            -(item.impact or 0.0),
+            -key_count(o.slice),
             not o.high_priority,
             -(o.delta or 0.0),
             o.rule,
@@ -187,5 +396,5 @@ def alert_order(
 
 
 def lead_slices(items: Iterable[AlertItem]) -> list[str]:
-    """The slices an alert should name first: those of the explaining drops, in order."""
-    return list(dict.fromkeys(item.outcome.slice for item in items if item.explains))
+    """The slices an alert should name first: those of the leads, in order."""
+    return list(dict.fromkeys(item.outcome.slice for item in items if item.leads))

@@ -7,11 +7,15 @@ decimals, intersection slices as `env=prod × feature_flag=retrieval-v2`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from seer_metrics.rules.model import SHARE_STATISTICS, STATISTICS, CheckOutcome, RestOfParent
 from seer_metrics.rules.scope import slice_components
+from seer_metrics.slices import ALL_SLICE
+
+if TYPE_CHECKING:
+    from seer_metrics.rules.attribution import Explanation
 
 MINUS = "\u2212"
 
@@ -202,37 +206,63 @@ def outcome_summary(outcome: CheckOutcome) -> str:
     )
 
 
+def _whose(label: str) -> str:
+    """`env=prod's`, and `the overall` for `all`."""
+    return "the overall" if label == ALL_SLICE else f"{slice_title(label)}'s"
+
+
+def share_text(share: float) -> str:
+    """A share of a change as a whole percentage; above 100% (the rest rose) is 100%."""
+    return f"{min(share, 1.0):.0%}"
+
+
 def rest_phrase(rest: RestOfParent) -> str:
-    """`the rest of env=prod unchanged (f1 −0.01, 180 events)`, or how much it moved."""
+    """`the rest of env=prod unchanged`, or how much it moved."""
     metric = metric_name(rest.statistic)
+    parent = "the traffic" if rest.parent == ALL_SLICE else slice_title(rest.parent)
+    name = f"the rest of {parent}"
     if rest.delta is None:
-        return f"the rest of {slice_title(rest.parent)}: no figures"
-    figures = f"{metric} {signed(-rest.delta)}, {rest.events:,} events"
+        return f"{name}: no figures"
     if rest.unchanged:
-        return f"the rest of {slice_title(rest.parent)} unchanged ({figures})"
-    return f"the rest of {slice_title(rest.parent)} also dropped ({figures})"
+        return f"{name} unchanged"
+    figures = f"{metric} {signed(-rest.delta)}, {rest.events:,} events"
+    if rest.delta > 0:
+        return f"{name} also dropped ({figures})"
+    return f"{name} rose ({figures})"
 
 
 def alert_headline(
     outcome: CheckOutcome,
-    rests: Sequence[RestOfParent] = (),
+    explanation: Explanation | None = None,
+    largest_part: Explanation | None = None,
     explained_by: str | None = None,
+    explained_share: float | None = None,
 ) -> str:
-    """One line of an alert, e.g. `env=prod × feature_flag=retrieval-v2: f1 −0.33, 140
-    events; the rest of env=prod unchanged (f1 −0.01, 180 events)`."""
+    """One line of an alert: what the slice explains, e.g. `env=prod × feature_flag=
+    retrieval-v2 explains 92% of env=prod's recall drop: recall −0.38, 74 events; the rest
+    of env=prod unchanged`; or that the change is spread over it, or what explains it."""
     title = slice_title(outcome.slice)
-    if outcome.kind == "drop" and outcome.delta is not None:
+    if outcome.kind != "drop" or outcome.delta is None:
+        return f"{title}: {outcome_summary(outcome)}"
+    metric = metric_name(outcome.statistic)
+    figures = f"{metric} {signed(-outcome.delta)}, {outcome.sample_size:,} events"
+    if explanation is not None:
         line = (
-            f"{title}: {metric_name(outcome.statistic)} {signed(-outcome.delta)}, "
-            f"{outcome.sample_size:,} events"
+            f"{title} explains {share_text(explanation.share)} of "
+            f"{_whose(explanation.parent)} {metric} drop: {figures}; "
+            f"{rest_phrase(explanation.rest)}"
         )
-        unchanged = [rest_phrase(rest) for rest in rests if rest.unchanged]
-        if unchanged:
-            line = f"{line}; {'; '.join(unchanged)}"
     else:
-        line = f"{title}: {outcome_summary(outcome)}"
+        line = f"{title}: {figures}"
+    if largest_part is not None:
+        line = (
+            f"{line}; no narrower slice explains it ({slice_title(largest_part.child)} "
+            f"accounts for {share_text(largest_part.share)} of it with "
+            f"{largest_part.event_share:.0%} of its events)"
+        )
     if explained_by is not None:
-        line = f"{line} (explained by {slice_title(explained_by)})"
+        share = "" if explained_share is None else f", {share_text(explained_share)} of it"
+        line = f"{line} (explained by {slice_title(explained_by)}{share})"
     return line
 
 

@@ -198,7 +198,7 @@ def slice_metrics(
     `scores` needs `partition_date`, `status`, the four metrics, `k` and `metadata`
     (a dict or its JSON text); token and cost columns are summed when present, and
     `stratum` weighs a sampled day's judged events (see the module docstring). Pair
-    slices follow `pair_bounds` (default: at least 100 events, the 50 largest). For one
+    slices follow `pair_bounds` (default: at least 30 events, the 50 largest). For one
     day read in chunks, `SliceAccumulator` gives the same rows in far less memory.
     """
     _check_columns(scores, {"partition_date", *_REQUIRED_COLUMNS})

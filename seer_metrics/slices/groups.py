@@ -18,7 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-DEFAULT_PAIR_MINIMUM_EVENTS = 100
+# The rules' default minimum sample (`seer_metrics.rules.model.DEFAULT_MINIMUM_SAMPLE`,
+# not imported: the rules import this package): a pair slice with fewer events could
+# never get a verdict, and one with as many can, so a release in an intersection of
+# 30-100 events a day is tested where it happened.
+DEFAULT_PAIR_MINIMUM_EVENTS = 30
 DEFAULT_MAX_PAIR_SLICES = 50
 ALL_SLICE = "all"
 # Joins the keys and the values of a pair slice: `env,feature_flag` / `prod,retrieval-v2`.

@@ -85,8 +85,8 @@ class AlertDispatcher:
 
         Drops page on every failing day; a service level pages the day its incident opens
         and is carried after that; a pass closes an incident with one reply in the thread
-        of the alert that announced it. The message leads with the narrowest slice that
-        explains a drop (`alert_order` over the day's `slice_rows`).
+        of the alert that announced it. The message leads with the slice that explains the
+        most of the day's drops (`alert_order` over the day's `slice_rows`).
         """
         changes = self.incidents.advance(partition_date, outcomes) if self.incidents else None
         order = {
@@ -94,6 +94,7 @@ class AlertDispatcher:
                 "alert_rank": rank,
                 "headline": item.headline(),
                 "explains": item.explains,
+                "leads": item.leads,
             }
             for rank, item in enumerate(alert_order(outcomes, slice_rows))
         }

@@ -106,7 +106,7 @@ def _latest_run(alerts: Sequence[Alert]) -> str | None:
 
 
 def slice_order(label: str, group: Sequence[Alert]) -> tuple:
-    """In the day's alert order when known (the narrowest slice that explains a drop
+    """In the day's alert order when known (the slice that explains the most of a drop
     first); else worst first: any ERROR, then high priority, the `all` aggregate last."""
     ranks = [a.payload["alert_rank"] for a in group if a.payload.get("alert_rank") is not None]
     return (
@@ -116,6 +116,11 @@ def slice_order(label: str, group: Sequence[Alert]) -> tuple:
         label == ALL_SLICE,
         label,
     )
+
+
+def _leads(alert: Alert) -> bool:
+    """The alert's slice leads its story (rows recorded before `leads`: it explained one)."""
+    return bool(alert.payload.get("leads", alert.payload.get("explains")))
 
 
 def still_open_line(carried: Sequence[Alert]) -> str:
@@ -159,7 +164,7 @@ def build_check_message(
     slice_names = ", ".join(f"*{escape_mrkdwn(label)}*" for label in slices[:8])
     if len(slices) > 8:
         slice_names += f" and {len(slices) - 8} more"
-    leads = [a for a in alerts if a.payload.get("explains") and a.payload.get("headline")]
+    leads = [a for a in alerts if _leads(a) and a.payload.get("headline")]
     lead = min(leads, key=lambda a: a.payload.get("alert_rank", 0), default=None)
     lead_text = f"*{escape_mrkdwn(lead.payload['headline'])}*\n" if lead else ""
     blocks: list[dict[str, Any]] = [

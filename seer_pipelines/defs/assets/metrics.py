@@ -22,6 +22,7 @@ from dagster import (
 from pydantic import Field
 
 from seer_metrics.rows import JUDGMENT_READ_COLUMNS, event_metric_rows, passage_rows
+from seer_metrics.rules import load_rules_config
 from seer_metrics.scoring import METRICS
 from seer_metrics.slices import (
     DEFAULT_BLOAT_LINE,
@@ -31,7 +32,6 @@ from seer_metrics.slices import (
 )
 from seer_metrics.slices.groups import (
     DEFAULT_MAX_PAIR_SLICES,
-    DEFAULT_PAIR_MINIMUM_EVENTS,
     PairSliceBounds,
 )
 from seer_metrics.totals import ScoreTotals
@@ -198,11 +198,11 @@ class SliceMetricsConfig(Config):
         description="Precision below this counts as context bloat; default $SEER_BLOAT_LINE "
         "or 0.35.",
     )
-    pair_minimum_events: int = Field(
-        default=DEFAULT_PAIR_MINIMUM_EVENTS,
+    pair_minimum_events: int | None = Field(
+        default=None,
         ge=1,
         description="A pair slice (env=prod,feature_flag=retrieval-v2) needs this many "
-        "events that day.",
+        "events that day; default the rules' minimum_sample ($SEER_RULES_FILE, else 30).",
     )
     max_pair_slices: int = Field(
         default=DEFAULT_MAX_PAIR_SLICES,
@@ -220,8 +220,14 @@ class SliceMetricsConfig(Config):
     def resolved_bloat_line(self) -> float:
         return self.bloat_line if self.bloat_line is not None else default_bloat_line()
 
+    def resolved_pair_minimum_events(self) -> int:
+        """The rules' minimum sample unless set: a smaller pair could never be judged."""
+        if self.pair_minimum_events is not None:
+            return self.pair_minimum_events
+        return load_rules_config(setting("SEER_RULES_FILE")).minimum_sample
+
     def pair_bounds(self) -> PairSliceBounds:
-        return PairSliceBounds(self.pair_minimum_events, self.max_pair_slices)
+        return PairSliceBounds(self.resolved_pair_minimum_events(), self.max_pair_slices)
 
 
 _EVENT_METRIC_READ_COLUMNS = (

@@ -1,0 +1,288 @@
+"""Which slice leads an alert, by what it explains: measured failures rebuilt from events.
+
+Each case aggregates seeded events into the slice table (keys env, feature_flag, tenant,
+their pairs at the default bounds), evaluates the default rules against seven clean days
+and checks the lead of `alert_order`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import date, timedelta
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from seer_metrics.rules import (
+    DEFAULT_RULES,
+    CheckOutcome,
+    Explanation,
+    RestOfParent,
+    alert_order,
+    best_explanation,
+    evaluate_rules,
+    lead_slices,
+)
+from seer_metrics.rules.attribution import is_narrower, preferred
+from seer_metrics.slices import slice_metrics
+
+KEYS = ("env", "feature_flag", "tenant")
+TENANTS = tuple(f"t{number}" for number in range(1, 21))  # 20 tenants, 5% each
+PAIR = "env=prod,feature_flag=retrieval-v2"
+FIRST_DAY = date(2026, 11, 20)
+EXPLAINS = 0.75  # the share from which a narrower slice explains its parent
+# recall of a clean event: 1, 1/2 or 0 (mean 0.81)
+CLEAN_RECALL = ((1.0, 0.5, 0.0), (0.70, 0.22, 0.08))
+
+Breakage = Callable[[pd.DataFrame, np.random.Generator], pd.DataFrame]
+
+
+def day_events(
+    day: date, events: int, rng: np.random.Generator, prod_share: float, v2_share: float
+) -> pd.DataFrame:
+    env = np.where(rng.random(events) < prod_share, "prod", "dev")
+    flag = np.where(rng.random(events) < v2_share, "retrieval-v2", "retrieval-v1")
+    tenant = np.array(TENANTS)[rng.integers(0, len(TENANTS), events)]
+    values, weights = CLEAN_RECALL
+    recall = rng.choice(values, size=events, p=weights)
+    return pd.DataFrame(
+        {
+            "partition_date": day.isoformat(),
+            "status": "ok",
+            "recall": recall,
+            "precision": recall / 2,
+            "f1": recall * 2 / 3,
+            "ndcg": recall,
+            "k": 4,
+            "metadata": [
+                {"env": e, "feature_flag": f, "tenant": t}
+                for e, f, t in zip(env, flag, tenant, strict=True)
+            ],
+        }
+    )
+
+
+def stream(
+    broken_days: int,
+    breakage: Breakage,
+    events: int = 2000,
+    prod_share: float = 0.75,
+    v2_share: float = 0.65,
+    seed: int = 3,
+) -> list[pd.DataFrame]:
+    """Seven clean days, then `broken_days` days through `breakage`: slice rows per day."""
+    rng = np.random.default_rng(seed)
+    days = []
+    for index in range(7 + broken_days):
+        frame = day_events(FIRST_DAY + timedelta(days=index), events, rng, prod_share, v2_share)
+        days.append(breakage(frame, rng) if index >= 7 else frame)
+    return [slice_metrics(frame, KEYS) for frame in days]
+
+
+def where(frame: pd.DataFrame, **values: str) -> np.ndarray:
+    return np.array(
+        [all(m.get(k) == v for k, v in values.items()) for m in frame["metadata"]], dtype=bool
+    )
+
+
+def lead_of_day(tables: list[pd.DataFrame], day_index: int):
+    today = tables[day_index]
+    past = pd.concat(tables[:day_index], ignore_index=True)
+    items = alert_order(evaluate_rules(DEFAULT_RULES, today, past), today)
+    return items
+
+
+def recall_lead(items):
+    return next(i for i in items if i.leads and i.outcome.rule == "recall_drop")
+
+
+# -------------------------------------------------------------- the measured failures
+
+
+def release_in_the_pair(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """prod × v2 loses its top hit: recall 0.81 -> about 0.43."""
+    hit = where(frame, env="prod", feature_flag="retrieval-v2")
+    frame.loc[hit, "recall"] = rng.choice((1.0, 0.5, 0.0), size=hit.sum(), p=(0.3, 0.26, 0.44))
+    frame.loc[hit, "f1"] = frame.loc[hit, "recall"] * 2 / 3
+    frame.loc[hit, "ndcg"] = frame.loc[hit, "recall"] / 2
+    return frame
+
+
+@pytest.mark.parametrize("day_index", [7, 8], ids=["first day", "second day"])
+def test_a_release_in_a_pair_of_74_events_is_led_by_the_pair_every_day(day_index) -> None:
+    # ~300 events a day, half of them prod, half of prod on v2: the pair has ~75
+    tables = stream(2, release_in_the_pair, events=300, prod_share=0.5, v2_share=0.5)
+    items = lead_of_day(tables, day_index)
+    lead = recall_lead(items)
+    assert lead.outcome.slice == PAIR
+    assert lead_slices(items)[0] == PAIR
+    assert lead.explanation is not None and lead.explanation.share > EXPLAINS
+    parent = slice_title_of(lead.explanation.parent)
+    headline = lead.headline()
+    assert headline.startswith("env=prod × feature_flag=retrieval-v2 explains ")
+    assert f"of {parent}'s recall drop: recall −" in headline
+    # the rest of prod is prod × v1, ~80 events: unchanged, or moved by chance
+    assert re.search(f"; the rest of {parent} (unchanged|also dropped .recall −0.0)", headline)
+    # the parents follow, explained by the pair
+    explained = {i.outcome.slice: i.explained_by for i in items if i.explained_by}
+    assert explained.get("env=prod") == PAIR
+
+
+def slice_title_of(label: str) -> str:
+    return label.replace(",", " × ")
+
+
+def tenant_on_a_wrong_index(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """t7 (5% of traffic) finds nothing; dev × v1 is a little worse by chance (~0.07)."""
+    frame.loc[where(frame, tenant="t7"), ["recall", "precision", "f1", "ndcg"]] = 0.0
+    unlucky = where(frame, env="dev", feature_flag="retrieval-v1") & ~where(frame, tenant="t7")
+    worse = unlucky & (rng.random(len(frame)) < 0.12)
+    frame.loc[worse, ["recall", "f1", "ndcg"]] = 0.0
+    return frame
+
+
+def test_a_tenant_on_a_wrong_index_leads_not_a_pair_it_leaks_into() -> None:
+    items = lead_of_day(stream(1, tenant_on_a_wrong_index), 7)
+    failing_recall = {i.outcome.slice for i in items if i.outcome.rule == "recall_drop"}
+    assert "env=dev,feature_flag=retrieval-v1" in failing_recall  # as measured: it fails
+    lead = items[0]
+    assert (lead.outcome.rule, lead.outcome.slice) == ("recall_drop", "tenant=t7")
+    assert lead.headline().startswith("tenant=t7: recall −0.8")
+    # its pairs carry t7's drop evenly: none explains it
+    assert "no narrower slice explains it" in lead.headline()
+    leads = lead_slices(items)
+    assert leads.index("tenant=t7") < leads.index("env=dev,feature_flag=retrieval-v1")
+
+
+def empty_prod_contexts(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """A quarter of prod contexts empty (time-outs), v1 and v2 alike: recall 0, rest NULL."""
+    empty = where(frame, env="prod") & (rng.random(len(frame)) < 0.25)
+    frame.loc[empty, "recall"] = 0.0
+    frame.loc[empty, ["precision", "f1", "ndcg"]] = np.nan
+    return frame
+
+
+def test_empty_contexts_spread_over_prod_are_led_by_prod_not_by_one_flag() -> None:
+    items = lead_of_day(stream(1, empty_prod_contexts), 7)
+    failing_recall = {i.outcome.slice for i in items if i.outcome.rule == "recall_drop"}
+    assert {"env=prod,feature_flag=retrieval-v1", PAIR} <= failing_recall
+    lead = items[0]
+    assert (lead.outcome.rule, lead.outcome.slice) == ("recall_drop", "env=prod")
+    headline = lead.headline()
+    assert re.match(r"env=prod explains (9\d|100)% of the overall recall drop: recall −", headline)
+    assert "the rest of the traffic unchanged" in headline
+    # each flag in prod explains only about its share of prod's events
+    assert "no narrower slice explains it (env=prod × feature_flag=retrieval-v2 accounts" in (
+        headline
+    )
+    by_slice = {i.outcome.slice: i for i in items if i.outcome.rule == "recall_drop"}
+    assert not by_slice["env=prod"].explained_by
+    assert by_slice["all"].explained_by == "env=prod"
+
+
+# ------------------------------------------------------------------- the pure pieces
+
+
+@pytest.mark.parametrize(
+    ("child", "parent", "narrower"),
+    [
+        ("env=prod", "all", True),
+        (PAIR, "all", True),
+        (PAIR, "env=prod", True),
+        (PAIR, "feature_flag=retrieval-v2", True),
+        ("env=prod", "env=prod", False),
+        ("env=prod", PAIR, False),
+        ("all", "env=prod", False),
+        ("env=dev,feature_flag=retrieval-v2", "env=prod", False),
+        ("tenant=t7", "env=prod", False),
+    ],
+)
+def test_which_slices_are_narrower(child, parent, narrower) -> None:
+    assert is_narrower(child, parent) is narrower
+
+
+def drop(label: str, events: int, delta: float, noise: float = 0.03, **changes) -> CheckOutcome:
+    values = dict(
+        rule="recall_drop",
+        slice=label,
+        status="fail" if delta >= 0.10 and delta > noise else "pass",
+        severity="ERROR",
+        statistic="mean_recall",
+        observed=0.81 - delta,
+        threshold=0.10,
+        sample_size=events,
+        message="",
+        baseline=0.81,
+        baseline_sample_size=events * 7,
+        delta=delta,
+        noise=noise,
+        kind="drop",
+    )
+    values.update(changes)
+    return CheckOutcome(**values)
+
+
+@pytest.mark.parametrize(
+    ("child_events", "child_delta", "parent_delta", "explains"),
+    [
+        (74, 0.38, 0.38 * 74 / 200, True),  # the whole drop in the child
+        (74, 0.38, 0.38 * 74 / 200 / 0.92, True),  # 92% of it; the rest fell 0.02
+        (160, 0.20, 0.20, False),  # 80% of the events, all fell alike: spread, not it
+        (100, 0.30, 0.30 * 100 / 200 / 0.6, False),  # 60%: the rest fell too
+    ],
+    ids=["all of it", "92% of it", "an even drop", "part of it"],
+)
+def test_a_child_explains_its_parent_when_the_drop_is_concentrated_in_it(
+    child_events, child_delta, parent_delta, explains
+) -> None:
+    parent = drop("env=prod", 200, parent_delta)
+    child = drop(PAIR, child_events, child_delta)
+    found = best_explanation(parent, [parent, child])
+    assert (found is not None) is explains
+    if found is not None:
+        assert found.share == pytest.approx(child_events * child_delta / (200 * parent_delta))
+        assert found.surprise == pytest.approx(child_delta / 0.03)
+
+
+@pytest.mark.parametrize(
+    "child",
+    [
+        drop(PAIR, 74, 0.38, noise=0.40, status="fail"),  # within its noise, whatever status
+        drop(PAIR, 74, 0.38, status="pass"),  # not a discovery among the day's tests
+    ],
+    ids=["within noise", "not failing"],
+)
+def test_a_slice_within_noise_or_not_failing_never_explains(child) -> None:
+    parent = drop("env=prod", 200, 0.38 * 74 / 200)
+    assert best_explanation(parent, [parent, child]) is None
+
+
+def part(child: str, share: float, surprise: float = 5.0) -> Explanation:
+    rest = RestOfParent("all", "mean_recall", 100, 0.81, 0.81, 0.10)
+    return Explanation(
+        child=child,
+        parent="all",
+        share=share,
+        event_share=0.5,
+        parent_events=200,
+        surprise=surprise,
+        child_drop=0.2,
+        parent_drop=0.1,
+        rest=rest,
+    )
+
+
+@pytest.mark.parametrize(
+    ("parts", "chosen"),
+    [
+        ([part(PAIR, 0.97), part("env=prod", 0.95)], "env=prod"),  # tie: fewer keys
+        ([part(PAIR, 0.97), part("env=prod", 0.85)], PAIR),  # no tie: the larger share
+        ([part("env=prod", 1.3), part(PAIR, 0.99)], "env=prod"),  # above 100% is 100%
+        ([part("tenant=t7", 0.9, 20.0), part("env=prod", 0.92, 3.0)], "tenant=t7"),
+    ],
+    ids=["tie", "larger share", "capped", "same keys: the more surprising"],
+)
+def test_the_preferred_explanation(parts, chosen) -> None:
+    assert preferred(parts).child == chosen
