@@ -10,7 +10,7 @@ person on call would need from the alerts.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -248,7 +248,9 @@ class ScenarioResult:
     recall_before: float  # the slice's mean recall over the week before
     recall_first_day: float
     results: dict[str, bool] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    false_recoveries: int = 0  # "Recovered" on overlapping slices while it lasted
+    change_pages: int = 0  # change pages after a judge change
+    deadline: int | None = None  # a drift: the day (from 1) its recall fell 0.15
 
 
 def run_scenario(
@@ -296,7 +298,7 @@ def run_scenario(
     if isinstance(trouble, SlowDrift):
         fallen = [i for i, r in enumerate(recall) if r <= recall_before - DRIFT_RECALL_FALL]
         deadline = fallen[0] if fallen else len(trouble_days) - 1
-        result.notes.append(f"recall 0.15 below on day {deadline + 1}")
+        result.deadline = deadline + 1
     for target in scenario.targets:
         if target == "caught":
             caught = [i for i, d in enumerate(replayed) if any(p.slice == label for p in d.pages)]
@@ -311,11 +313,7 @@ def run_scenario(
                 if overlaps(i.slice, trouble.where)
             ]
             result.results[target] = not false
-            if false:
-                own = sum(i.opened_on >= first for i in false)
-                result.notes.append(
-                    f"{len(false)} Recovered while it lasted ({own} of incidents opened in it)"
-                )
+            result.false_recoveries = len(false)
         elif target == "recovered":
             result.results[target] = recovered_after_fix(replayed, scenario.days or 0, trouble)
         elif target == "volume_said":
@@ -326,8 +324,7 @@ def run_scenario(
         elif target == "judge_not_paged":
             drops = [p for d in replayed for p in d.pages if p.kind == "drop"]
             result.results[target] = not drops
-            if drops:
-                result.notes.append(f"{len(drops)} change pages")
+            result.change_pages = len(drops)
     return result
 
 
@@ -357,6 +354,11 @@ def scenario_starts(total_days: int, warm_up: int, longest: int) -> range:
     return range(2 * warm_up, total_days - longest + 1)
 
 
+def _mean(values: Sequence[float]) -> str:
+    defined = [v for v in values if not np.isnan(v)]
+    return f"{np.mean(defined):.2f}" if defined else "none"
+
+
 def check(ok: bool) -> str:
     return "ok" if ok else "MISSED"
 
@@ -381,7 +383,14 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
         for result in group:
             places[result.scenario.place].append(result)
         for place, runs in places.items():
-            notes = Counter(note for r in runs for note in r.notes)
+            notes = []
+            if any(r.false_recoveries for r in runs):
+                counts = ", ".join(str(r.false_recoveries) for r in runs)
+                notes.append(f"Recovered while it lasted: {counts}")
+            if any(r.change_pages for r in runs):
+                notes.append(f"change pages: {', '.join(str(r.change_pages) for r in runs)}")
+            if any(r.deadline for r in runs):
+                notes.append(f"recall 0.15 down on day {', '.join(str(r.deadline) for r in runs)}")
             met = ", ".join(
                 f"{target} {sum(r.results[target] for r in runs)}/{len(runs)}"
                 for target in runs[0].results
@@ -389,7 +398,7 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
             print(
                 f"        {place:<38} {np.mean([r.events for r in runs]):>5.0f} events, recall "
                 f"{np.nanmean([r.recall_before for r in runs]):.2f} -> "
-                f"{np.nanmean([r.recall_first_day for r in runs]):.2f}: {met}"
-                + ("; " + "; ".join(f"{n}x {note}" for note, n in notes.items()) if notes else "")
+                f"{_mean([r.recall_first_day for r in runs])}: {met}"
+                + "".join(f"; {note}" for note in notes)
             )
     return passed
