@@ -25,11 +25,23 @@ opened that day.
     day, mean delay. Target: every release with Δf1 ≥ 0.15 in a place of ≥ 100 events
     that day caught on its first day.
 
+(c) Kinds of trouble (`trouble_kinds.py`): in each stream, a lost top hit at several
+    places and sizes (one an intersection of ~80 events a day, below the pair slices'
+    volume bar), context bloat, empty contexts, a tenant of 20 on a wrong index, a slow
+    drift, a release then its fix, a judge change, a volume loss and a vanishing slice.
+    Targets per kind: caught on its first day, led by its own slice, no "Recovered"
+    while it lasts, a "Recovered" after a fix, the volume loss said on its day, a judge
+    change never paged as a change.
+(d) Clean mix: 20 tenants, weekday/weekend volumes and a new tenant from mid-stream on;
+    the target of (a).
+
     .venv/bin/python benchmarks/alert_quality.py                # 4 streams of 63 days
+    .venv/bin/python benchmarks/alert_quality.py --streams 1 --kinds context_bloat,clean
     .venv/bin/python benchmarks/alert_quality.py --streams 2    # quicker
     .venv/bin/python benchmarks/alert_quality.py --judge lexical  # the demo's judge
 
-Exits non-zero when a target is missed. A few minutes with the defaults on two cores.
+Exits non-zero when a target is missed. A few minutes with the defaults on two cores
+(`--workers`: streams side by side).
 """
 
 from __future__ import annotations
@@ -38,27 +50,37 @@ import argparse
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from datetime import date
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from datetime import date, timedelta
+from functools import partial
 
 import numpy as np
 import pandas as pd
+from trouble_kinds import (
+    KINDS,
+    SCENARIOS,
+    BaseStream,
+    ScenarioResult,
+    check,
+    replay_base,
+    report_kinds,
+    run_scenario,
+    scenario_starts,
+    slice_table,
+)
 
-from seer_metrics.evaluators.lexical import LexicalEvaluator
-from seer_metrics.events import RetrievalEvent
-from seer_metrics.judgment import Judgment
 from seer_metrics.rules import DEFAULT_RULES, RulesConfig, load_rules_config
-from seer_metrics.rules.incidents import Incident
-from seer_metrics.slices import slice_metrics
 from seer_pipelines.demo.realistic import (
+    WEEKEND_VOLUME,
     Release,
-    StreamEvent,
     generate_stream,
     ideal_scores,
     load_pool,
 )
 from seer_pipelines.demo.replay import replay_rules
+from seer_pipelines.demo.trouble import NewTenant
 
 END_DAY = date(2026, 11, 27)
 SLICE_KEYS = ("env", "feature_flag", "tenant")
@@ -80,17 +102,6 @@ SIZES: tuple[tuple[float, int], ...] = ((1.0, 2), (1.0, 1), (0.75, 1), (0.5, 1),
 
 
 @dataclass(frozen=True)
-class CleanStream:
-    seed: int
-    days: list[date]
-    table: pd.DataFrame
-    scores: pd.DataFrame
-    families: dict[str, str]  # slice label -> slice family
-    pages: dict[date, list[tuple[str, str]]]  # day -> (rule, slice)
-    open_before: dict[date, tuple[Incident, ...]]
-
-
-@dataclass(frozen=True)
 class ReleaseResult:
     seed: int
     place: str
@@ -109,55 +120,22 @@ class ReleaseResult:
 
 
 JUDGES = ("ideal", "lexical")
-
-
-class LexicalJudge:
-    """The offline lexical judge over stream events, once per distinct question and context
-    (a stream draws the same few hundred examples again and again)."""
-
-    def __init__(self) -> None:
-        self.evaluator = LexicalEvaluator()
-        self.judgments: dict[tuple[str, tuple[str, ...]], Judgment] = {}
-
-    def rejudge(self, events: Iterable[StreamEvent]) -> Iterator[StreamEvent]:
-        for event in events:
-            if event.judgment is None:  # a broken row: no judgment under any judge
-                yield event
-                continue
-            key = (event.example_id, event.context_ids)
-            if key not in self.judgments:
-                parsed = RetrievalEvent.from_record(event.record)
-                self.judgments[key] = self.evaluator.judge(parsed)
-            yield replace(event, judgment=self.judgments[key])
-
-
-def judged_scores(events: Iterable[StreamEvent], judge: LexicalJudge | None) -> pd.DataFrame:
-    """Event scores under the ideal judge (None) or the lexical one."""
-    return ideal_scores(events if judge is None else judge.rejudge(events))
-
-
-def _table(scores: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    return slice_metrics(scores, list(keys))
+MIX_TENANTS = 20  # the clean mix: this many tenants, and a new one from mid-stream on
+ALL_KINDS = ("clean", "release", *KINDS, "clean_mix")
 
 
 def replay_clean(
-    config: RulesConfig,
-    seed: int,
-    days: int,
-    keys: Sequence[str],
-    judge: LexicalJudge | None = None,
-) -> CleanStream:
-    scores = judged_scores(generate_stream(days, end_day=END_DAY, seed=seed), judge)
-    table = _table(scores, keys)
-    families = dict(zip(table["slice"], table["slice_key"], strict=True))
-    pages: dict[date, list[tuple[str, str]]] = {}
-    open_before: dict[date, tuple[Incident, ...]] = {}
-    incidents: tuple[Incident, ...] = ()
-    for replayed in replay_rules(config, table):
-        open_before[replayed.day] = incidents
-        incidents = replayed.open_incidents
-        pages[replayed.day] = [(page.rule, page.slice) for page in replayed.pages]
-    return CleanStream(seed, sorted(pages), table, scores, families, pages, open_before=open_before)
+    config: RulesConfig, seed: int, days: int, keys: Sequence[str], judge: str = "ideal"
+) -> BaseStream:
+    return replay_base(config, seed, days, END_DAY, keys, judge)
+
+
+def replay_mix(
+    config: RulesConfig, seed: int, days: int, keys: Sequence[str], judge: str = "ideal"
+) -> BaseStream:
+    """Clean traffic of 20 tenants, a new tenant (8% of the traffic) from mid-stream on."""
+    new_tenant = NewTenant(start=END_DAY - timedelta(days=days // 2))
+    return replay_base(config, seed, days, END_DAY, keys, judge, MIX_TENANTS, (new_tenant,))
 
 
 def _matches(metadata: pd.Series, where: dict[str, str]) -> np.ndarray:
@@ -168,25 +146,27 @@ def _matches(metadata: pd.Series, where: dict[str, str]) -> np.ndarray:
 
 def replay_release(
     config: RulesConfig,
-    clean: CleanStream,
+    clean: BaseStream,
     keys: Sequence[str],
     where: dict[str, str],
     share: float,
     lost_top_hits: int,
     start_index: int,
     length: int,
-    judge: LexicalJudge | None = None,
 ) -> ReleaseResult:
     """The clean stream with a release from day `start_index` on; only those days change."""
     release_days = clean.days[start_index : start_index + length]
     release = Release(
         where=where, start=0, length=len(release_days), share=share, lost_top_hits=lost_top_hits
     )
-    released = judged_scores(
+    released = ideal_scores(
         generate_stream(
-            len(release_days), end_day=release_days[-1], seed=clean.seed, release=release
-        ),
-        judge,
+            len(release_days),
+            end_day=release_days[-1],
+            seed=clean.seed,
+            release=release,
+            judge=clean.judge,
+        )
     )
     first = release_days[0]
     before = clean.scores[clean.scores["partition_date"] == first]
@@ -197,7 +177,10 @@ def replay_release(
         before["f1"].to_numpy()[in_place].mean() - after["f1"].to_numpy()[in_place].mean()
     )
     table = pd.concat(
-        [clean.table[~clean.table["partition_date"].isin(release_days)], _table(released, keys)],
+        [
+            clean.table[~clean.table["partition_date"].isin(release_days)],
+            slice_table(released, keys),
+        ],
         ignore_index=True,
     )
     caught_on = None
@@ -226,11 +209,9 @@ def replay_release(
     )
 
 
-def _check(ok: bool) -> str:
-    return "ok" if ok else "MISSED"
-
-
-def report_clean(streams: Sequence[CleanStream], warm_up: int) -> bool:
+def report_clean(
+    streams: Sequence[BaseStream], warm_up: int, title: str = "(a) clean traffic"
+) -> bool:
     clean_days = 0
     by_family: Counter[str] = Counter()
     by_rule: Counter[str] = Counter()
@@ -248,7 +229,7 @@ def report_clean(streams: Sequence[CleanStream], warm_up: int) -> bool:
                 by_rule[rule] += 1
     total = sum(by_family.values())
     print(
-        f"(a) clean traffic: {len(streams)} streams, {clean_days} clean days after a "
+        f"{title}: {len(streams)} streams, {clean_days} clean days after a "
         f"{warm_up}-day warm-up ({warm_up_pages} pages in the warm-ups: incidents opened "
         "on the first evaluation)"
     )
@@ -263,7 +244,7 @@ def report_clean(streams: Sequence[CleanStream], warm_up: int) -> bool:
         print(
             f"    {family:<22} {by_family[family]:>3} pages: "
             f"{7 * by_family[family] / clean_days:.2f} per clean week, {rate:.2f} per clean "
-            f"month (target <= {TARGET_PAGES_PER_CLEAN_MONTH:.0f})  {_check(ok)}"
+            f"month (target <= {TARGET_PAGES_PER_CLEAN_MONTH:.0f})  {check(ok)}"
         )
     return passed
 
@@ -307,7 +288,7 @@ def report_releases(results: Sequence[ReleaseResult]) -> bool:
     print(
         f"    Δf1 >= {TARGET_CAUGHT_DELTA_F1} in >= {TARGET_CAUGHT_VOLUME} events: "
         f"{len(required) - len(missed)} of {len(required)} caught on the first day "
-        f"(target: all)  {_check(ok)}"
+        f"(target: all)  {check(ok)}"
     )
     for result in missed:
         print(
@@ -316,6 +297,67 @@ def report_releases(results: Sequence[ReleaseResult]) -> bool:
             f"{'never' if result.caught_on is None else result.caught_on + 1}"
         )
     return ok
+
+
+def _kinds(text: str, parser: argparse.ArgumentParser) -> list[str]:
+    kinds = [kind.strip() for kind in text.split(",") if kind.strip()]
+    unknown = sorted(set(kinds) - set(ALL_KINDS))
+    if unknown:
+        parser.error(f"unknown kinds {unknown}; kinds: {', '.join(ALL_KINDS)}")
+    return kinds
+
+
+@dataclass(frozen=True)
+class StreamRun:
+    """What one seeded stream gave: its clean bases, releases and scenarios."""
+
+    bases: dict[str, BaseStream]
+    releases: list[ReleaseResult]
+    scenarios: list[ScenarioResult]
+
+
+def run_stream(
+    config: RulesConfig,
+    args: argparse.Namespace,
+    keys: Sequence[str],
+    kinds: Sequence[str],
+    stream_index: int,
+) -> StreamRun:
+    """Every chosen kind on the stream seeded `101 + stream_index` (one worker's share)."""
+    started = time.perf_counter()
+    seed = 101 + stream_index
+    scenarios = [s for s in SCENARIOS if s.kind in kinds]
+    bases: dict[str, BaseStream] = {}
+    if {"clean", "release"} & set(kinds) or any(s.base == "default" for s in scenarios):
+        bases["default"] = replay_clean(config, seed, args.days, keys, args.judge)
+    if "clean_mix" in kinds or any(s.base == "mix" for s in scenarios):
+        bases["mix"] = replay_mix(config, seed, args.days, keys, args.judge)
+    releases = []
+    if "release" in kinds:
+        # Each release starts on a different day, spread over the stream after the warm-up.
+        starts = range(args.warm_up, args.days - args.release_days + 1)
+        for place_index, where in enumerate(PLACES):
+            for size_index, (share, lost) in enumerate(SIZES):
+                start = starts[(stream_index * 7 + place_index * 5 + size_index * 3) % len(starts)]
+                releases.append(
+                    replay_release(
+                        config, bases["default"], keys, where, share, lost, start, args.release_days
+                    )
+                )
+    longest = max(scenario.replayed_days for scenario in SCENARIOS)
+    starts = scenario_starts(args.days, args.warm_up, longest)
+    results = [
+        run_scenario(
+            config,
+            bases[scenario.base],
+            keys,
+            scenario,
+            starts[(stream_index * 7 + index * 5) % len(starts)],
+        )
+        for index, scenario in enumerate(scenarios)
+    ]
+    print(f"stream {seed}: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    return StreamRun(bases, releases, results)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -334,40 +376,54 @@ def main(argv: list[str] | None = None) -> int:
         default="ideal",
         help="ideal (the gold passages, default) or lexical (the offline judge of seer demo)",
     )
+    parser.add_argument(
+        "--workers", type=int, default=2, help="streams run side by side (default 2)"
+    )
+    parser.add_argument(
+        "--kinds",
+        default=",".join(ALL_KINDS),
+        help=f"the kinds to run, comma-separated (default all: {','.join(ALL_KINDS)})",
+    )
     args = parser.parse_args(argv)
-    if args.days < args.warm_up + args.release_days + 1:
-        parser.error("--days must leave room for the warm-up and a release")
+    kinds = _kinds(args.kinds, parser)
+    longest = max(scenario.replayed_days for scenario in SCENARIOS)
+    if args.days < max(args.warm_up + args.release_days + 1, 2 * args.warm_up + longest):
+        parser.error("--days must leave room for two warm-ups and the longest trouble")
     keys = [key.strip() for key in args.slice_keys.split(",") if key.strip()]
     config = load_rules_config(args.rules) if args.rules else DEFAULT_RULES
-    judge = LexicalJudge() if args.judge == "lexical" else None
     started = time.perf_counter()
     load_pool()
-    streams = []
-    results = []
-    for stream_index in range(args.streams):
-        seed = 101 + stream_index
-        clean = replay_clean(config, seed, args.days, keys, judge)
-        streams.append(clean)
-        # Each release starts on a different day, spread over the stream after the warm-up.
-        starts = range(args.warm_up, args.days - args.release_days + 1)
-        for place_index, where in enumerate(PLACES):
-            for size_index, (share, lost) in enumerate(SIZES):
-                start = starts[(stream_index * 7 + place_index * 5 + size_index * 3) % len(starts)]
-                results.append(
-                    replay_release(
-                        config, clean, keys, where, share, lost, start, args.release_days, judge
-                    )
-                )
-        print(f"stream {seed}: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    run = partial(run_stream, config, args, keys, kinds)
+    if args.workers > 1 and args.streams > 1:
+        with ProcessPoolExecutor(min(args.workers, args.streams)) as pool:
+            runs = list(pool.map(run, range(args.streams)))
+    else:
+        runs = [run(index) for index in range(args.streams)]
+    streams = [r.bases["default"] for r in runs if "clean" in kinds]
+    mixes = [r.bases["mix"] for r in runs if "clean_mix" in kinds]
+    results = [result for r in runs for result in r.releases]
+    scenario_results = [result for r in runs for result in r.scenarios]
     print(
         f"Alert quality of the rules on realistic streams (slice keys {', '.join(keys)}, "
         f"~300 events a day, {args.judge} judge, incidents close after "
         f"{config.close_after_passes} clear passes)"
     )
-    clean_ok = report_clean(streams, args.warm_up)
-    releases_ok = report_releases(results)
+    passed = True
+    if "clean" in kinds:
+        passed &= report_clean(streams, args.warm_up)
+    if "release" in kinds:
+        passed &= report_releases(results)
+    if scenario_results:
+        passed &= report_kinds(scenario_results)
+    if "clean_mix" in kinds:
+        passed &= report_clean(
+            mixes,
+            args.warm_up,
+            f"(d) clean mix ({MIX_TENANTS} tenants, weekends at {WEEKEND_VOLUME:.0%}, a new "
+            "tenant from mid-stream on)",
+        )
     print(f"{time.perf_counter() - started:.0f} s")
-    return 0 if clean_ok and releases_ok else 1
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":

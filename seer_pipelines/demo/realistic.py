@@ -15,17 +15,19 @@ the rules on realistic levels without any model.
 
 A `Release` injects a regression: on its days, a share of the traffic in its slice
 (default `env=prod` with `feature_flag=retrieval-v2`) loses its top hit(s), the context
-becoming ranks 2-5 instead of 1-4. Every random draw is made whether or not a release
-applies, so a stream with a release differs from the same stream without one only in
-the released contexts. Everything is deterministic for a seed, and each day depends only
-on the seed and its date. Pure functions, no Dagster.
+becoming ranks 2-5 instead of 1-4. Other kinds of trouble (`trouble.py`: context bloat,
+empty contexts, a wrong index, slow drift, a judge change, a volume loss, a new tenant)
+are injected the same way. Every random draw is made whether or not a trouble applies,
+so a stream with trouble differs from the same stream without it only in the events the
+trouble hit. Everything is deterministic for a seed, and each day depends only on the
+seed and its date. Pure functions, no Dagster.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -42,9 +44,17 @@ from seer_metrics.agreement import (
     passage_text,
     rank_passages,
 )
-from seer_metrics.judgment import Judgment, Requirement
+from seer_metrics.judgment import Judgment
 from seer_metrics.scoring import score_events
 from seer_pipelines.demo import DATA_DIR
+from seer_pipelines.demo.judges import IDEAL, ideal_judgment, stream_judge
+from seer_pipelines.demo.trouble import (
+    DEFAULT_RELEASE_SLICE,
+    EventPlan,
+    Release,
+    Trouble,
+    tenant_shares,
+)
 
 DATASET_FILES = {
     "hotpotqa": DATA_DIR / "hotpotqa_train_distractor_hipporag100.jsonl",
@@ -61,8 +71,19 @@ TENANT_SHARES = {"acme": 0.42, "globex": 0.30, "initech": 0.22, "umbrella": 0.06
 DEFAULT_EVENTS_PER_DAY = 300
 DEFAULT_DAYS = 21
 WEEKEND_VOLUME = 0.85
+# Seeds the troubles' own draws apart from the day's (`[seed, day, TROUBLE_DRAWS, place]`).
+TROUBLE_DRAWS = 1
 
-DEFAULT_RELEASE_SLICE = {"env": "prod", "feature_flag": "retrieval-v2"}
+__all__ = [
+    "DEFAULT_RELEASE_SLICE",
+    "PoolExample",
+    "Release",
+    "StreamEvent",
+    "generate_stream",
+    "ideal_judgment",
+    "ideal_scores",
+    "load_pool",
+]
 
 
 @dataclass(frozen=True)
@@ -115,53 +136,14 @@ def load_pool(files: Mapping[str, str | Path] | None = None) -> dict[str, tuple[
 
 
 @dataclass(frozen=True)
-class Release:
-    """A retriever release that loses the top hit(s) of part of one slice's traffic.
-
-    `start` is the first day affected, counted from the stream's first day (negative:
-    from its end, as in Python indexing), and `length` the number of days; on those
-    days each event of the slice `where` is affected with probability `share`, and its
-    context starts `lost_top_hits` places lower in the ranking (ranks 2-5 for one).
-    """
-
-    where: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_RELEASE_SLICE))
-    start: int = -2
-    length: int = 2
-    share: float = 1.0
-    lost_top_hits: int = 1
-
-    def __post_init__(self) -> None:
-        if not self.where:
-            raise ValueError("a release needs a slice (where)")
-        if self.length < 1:
-            raise ValueError(f"release length must be >= 1, got {self.length}")
-        if not 0.0 < self.share <= 1.0:
-            raise ValueError(f"release share must be in (0, 1], got {self.share}")
-        if self.lost_top_hits < 1:
-            raise ValueError(f"lost_top_hits must be >= 1, got {self.lost_top_hits}")
-
-    @property
-    def slice_label(self) -> str:
-        """The slice as Seer labels it (keys in the order given): `env=prod,feature_flag=...`."""
-        return ",".join(f"{key}={value}" for key, value in self.where.items())
-
-    def day_indices(self, total_days: int) -> range:
-        first = self.start if self.start >= 0 else total_days + self.start
-        if not 0 <= first < total_days:
-            raise ValueError(f"release start {self.start} is outside a {total_days}-day stream")
-        return range(first, min(first + self.length, total_days))
-
-    def matches(self, metadata: Mapping[str, Any]) -> bool:
-        return all(metadata.get(key) == value for key, value in self.where.items())
-
-
-@dataclass(frozen=True)
 class StreamEvent:
     """One event of the stream: the warehouse row, and what the ideal judge says of it.
 
     `record` has `event_id`, `event_ts`, `task`, `context` and `metadata` (JSON text, as
     a logging pipeline writes them); `judgment` is None for the few rows that are invalid
-    on purpose. `released` says whether the injected release changed this context.
+    on purpose. `released` says whether the injected release changed this context,
+    `troubles` which kinds of trouble changed this event, and `judge` the identity of the
+    judge that judged it.
     """
 
     record: dict[str, Any]
@@ -171,21 +153,8 @@ class StreamEvent:
     judgment: Judgment | None
     example_id: str
     released: bool
-
-
-def ideal_judgment(example: LabeledExample, context_ids: Iterable[str]) -> Judgment:
-    """One requirement per gold passage, supported by it when it is in the context."""
-    present = set(context_ids)
-    titles = {passage.id: passage.title for passage in example.passages}
-    requirements = tuple(
-        Requirement(
-            id=f"r{index}",
-            text=f"the supporting fact in '{titles[passage_id]}'",
-            supported_by=(passage_id,) if passage_id in present else (),
-        )
-        for index, passage_id in enumerate(sorted(example.gold_supporting_ids), start=1)
-    )
-    return Judgment(requirements)
+    troubles: tuple[str, ...] = ()
+    judge: str = "ideal:gold:v1"
 
 
 def _choice(rng: np.random.Generator, shares: Mapping[str, float], size: int) -> np.ndarray:
@@ -207,6 +176,47 @@ def _broken(kind: int, record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+@dataclass(frozen=True)
+class _DayTrouble:
+    """A trouble active on one day: its offset from its first day and its draws."""
+
+    trouble: Trouble
+    place: int  # its place in the stream's list of troubles (the `release=` one first)
+    offset: int
+    hit: np.ndarray  # one uniform draw per event: hit when below the day's share
+    pick: np.ndarray  # one uniform draw per event, for what the trouble picks
+
+
+def _day_troubles(
+    scheduled: Sequence[tuple[Trouble, range]],
+    seed: int,
+    day: date,
+    day_index: int,
+    count: int,
+    release_draw: np.ndarray | None,
+) -> list[_DayTrouble]:
+    """The troubles active today with their draws, metadata-changing kinds first. Each
+    trouble's draws are made every day, active or not; the `release=` one (first, when
+    `release_draw` is given) uses the day's release draw, so its streams stay as they
+    were before other kinds existed."""
+    active = []
+    for place, (trouble, days) in enumerate(scheduled):
+        rng = np.random.default_rng([seed, day.toordinal(), TROUBLE_DRAWS, place])
+        hit, pick = rng.random(count), rng.random(count)
+        if place == 0 and release_draw is not None:
+            hit = release_draw
+        if day_index in days:
+            active.append(_DayTrouble(trouble, place, day_index - days.start, hit, pick))
+    return sorted(active, key=lambda t: not t.trouble.changes_metadata)
+
+
+def _context(ranked: Sequence[tuple[Passage, float]]) -> list[dict[str, Any]]:
+    return [
+        {"id": passage.id, "text": passage_text(passage), "rank": rank, "score": round(score, 4)}
+        for rank, (passage, score) in enumerate(ranked, start=1)
+    ]
+
+
 def generate_stream(
     days: int = DEFAULT_DAYS,
     *,
@@ -214,6 +224,9 @@ def generate_stream(
     events_per_day: int = DEFAULT_EVENTS_PER_DAY,
     seed: int = 7,
     release: Release | None = None,
+    troubles: Sequence[Trouble] = (),
+    tenants: int | None = None,
+    judge: str = IDEAL,
     context_size: int = DEFAULT_CONTEXT_SIZE,
     invalid_share: float = 0.0,
     pool: Mapping[str, Sequence[PoolExample]] | None = None,
@@ -222,7 +235,9 @@ def generate_stream(
 
     About `events_per_day` events a weekday (weekends 85%, each day's volume within
     ±7%); a share `invalid_share` of rows is broken on purpose (reported as invalid by
-    the pipeline, no judgment here).
+    the pipeline, no judgment here). `release` and `troubles` (`trouble.py`) inject
+    trouble; `tenants` replaces the four default tenants by that many (`t1`..`tN`);
+    `judge` names the judge (`judges.JUDGES`) of every event no `JudgeChange` moves.
     """
     if days < 1:
         raise ValueError(f"days must be >= 1, got {days}")
@@ -234,8 +249,10 @@ def generate_stream(
     datasets = {name: share for name, share in DATASET_SHARES.items() if pool.get(name)}
     if not datasets:
         raise ValueError("the pool has no examples")
-    released_days = set(release.day_indices(days)) if release is not None else set()
+    shares_of_tenants = TENANT_SHARES if tenants is None else tenant_shares(tenants)
     first = end_day - timedelta(days=days - 1)
+    chosen = [*([release] if release is not None else []), *troubles]
+    scheduled = [(trouble, trouble.day_indices(days, first)) for trouble in chosen]
     for day_index in range(days):
         day = first + timedelta(days=day_index)
         rng = np.random.default_rng([seed, day.toordinal()])
@@ -246,36 +263,41 @@ def generate_stream(
         picks = rng.random(count)
         env = _choice(rng, ENV_SHARES, count)
         on_v2 = rng.random(count) < np.array([V2_SHARES[e] for e in env])
-        tenant = _choice(rng, TENANT_SHARES, count)
+        tenant = _choice(rng, shares_of_tenants, count)
         release_draw = rng.random(count)
         invalid_draw = rng.random(count)
         invalid_kind = rng.integers(0, 3, size=count)
+        today = _day_troubles(
+            scheduled, seed, day, day_index, count, release_draw if release else None
+        )
         for number in range(count):
             examples = pool[dataset[number]]
-            entry = examples[int(picks[number] * len(examples))]
-            metadata = {
-                "env": str(env[number]),
-                "feature_flag": FEATURE_FLAGS[int(on_v2[number])],
-                "tenant": str(tenant[number]),
-                "product_area": entry.product_area,
-            }
-            released = (
-                day_index in released_days
-                and release is not None
-                and release.matches(metadata)
-                and release_draw[number] < release.share
+            example_index = int(picks[number] * len(examples))
+            entry = examples[example_index]
+            plan = EventPlan(
+                metadata={
+                    "env": str(env[number]),
+                    "feature_flag": FEATURE_FLAGS[int(on_v2[number])],
+                    "tenant": str(tenant[number]),
+                    "product_area": entry.product_area,
+                },
+                example_index=example_index,
+                ranked=entry.ranked,
+                skip=0,
+                size=context_size,
+                judge=judge,
             )
-            skip = release.lost_top_hits if released and release is not None else 0
-            ranked = entry.ranked[skip : skip + context_size]
-            context = [
-                {
-                    "id": passage.id,
-                    "text": passage_text(passage),
-                    "rank": rank,
-                    "score": round(score, 4),
-                }
-                for rank, (passage, score) in enumerate(ranked, start=1)
-            ]
+            hit_by: list[_DayTrouble] = []
+            for active in today:
+                trouble = active.trouble
+                if trouble.matches(plan.metadata) and active.hit[number] < trouble.share_on(
+                    active.offset
+                ):
+                    plan = trouble.apply(plan, float(active.pick[number]), examples)
+                    hit_by.append(active)
+            if not plan.logged:
+                continue
+            context = _context(plan.ranked[plan.skip : plan.skip + plan.size])
             timestamp = datetime.combine(day, datetime.min.time()) + timedelta(
                 seconds=int(seconds[number])
             )
@@ -284,30 +306,36 @@ def generate_stream(
                 "event_ts": timestamp,
                 "task": entry.example.question,
                 "context": json.dumps(context, ensure_ascii=False),
-                "metadata": json.dumps(metadata),
+                "metadata": json.dumps(plan.metadata),
             }
             context_ids = tuple(item["id"] for item in context)
-            judgment: Judgment | None = ideal_judgment(entry.example, context_ids)
+            judge_of_event = stream_judge(plan.judge)
+            judgment: Judgment | None = None
             if invalid_draw[number] < invalid_share:
                 record = _broken(int(invalid_kind[number]), record)
-                judgment = None
+            else:
+                judgment = judge_of_event.judge(entry.example, record, context_ids)
             yield StreamEvent(
                 record=record,
                 day=day,
-                metadata=metadata,
+                metadata=plan.metadata,
                 context_ids=context_ids,
                 judgment=judgment,
                 example_id=entry.example.id,
-                released=released,
+                released=release is not None and any(t.place == 0 for t in hit_by),
+                troubles=tuple(t.trouble.kind for t in hit_by),
+                judge=judge_of_event.identity,
             )
 
 
 def ideal_scores(events: Iterable[StreamEvent]) -> pd.DataFrame:
-    """Event scores under the ideal judge, in the shape `slice_metrics` takes.
+    """Event scores under the judgments the events carry (the ideal judge unless the
+    stream was judged by another), in the shape `slice_metrics` takes.
 
     Columns: `partition_date`, `event_id`, `status` (`ok`, or `invalid` for broken rows),
-    recall, precision, f1, ndcg, `k`, `metadata` and `released`. Every context is ranked,
-    so nDCG is defined whenever a gold passage was retrieved.
+    recall, precision, f1, ndcg, `k`, `n` (the context size, 0 for an empty context, as
+    the pipeline scores it), `metadata`, `released` and `judge` (the judge's identity).
+    Every context is ranked, so nDCG is defined whenever a gold passage was retrieved.
     """
     rows: list[dict[str, Any]] = []
     inputs: list[dict[str, Any]] = []
@@ -317,14 +345,17 @@ def ideal_scores(events: Iterable[StreamEvent]) -> pd.DataFrame:
             "event_id": event.record["event_id"],
             "status": "invalid" if event.judgment is None else "ok",
             "k": None,
+            "n": None,
             "metadata": dict(event.metadata),
             "released": event.released,
+            "judge": event.judge,
         }
         rows.append(row)
         if event.judgment is None:
             continue
         cited = event.judgment.cited_ids
         row["k"] = event.judgment.k
+        row["n"] = len(event.context_ids)
         inputs.append(
             {
                 "k": event.judgment.k,

@@ -10,7 +10,7 @@ alert-quality benchmark measure the rules with this, without Dagster or a wareho
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 import pandas as pd
@@ -27,11 +27,13 @@ from seer_metrics.rules.incidents import (
 
 @dataclass(frozen=True)
 class ReplayedDay:
-    """One day's outcomes and what they did to the incidents."""
+    """One day's outcomes and what they did to the incidents; `rows` are the day's slice
+    rows the rules read (what an alert orders its outcomes by, `alert_order`)."""
 
     day: date
     outcomes: tuple[CheckOutcome, ...]
     changes: IncidentChanges
+    rows: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
 
     @property
     def pages(self) -> tuple[CheckOutcome, ...]:
@@ -77,4 +79,4 @@ def replay_rules(
         changes = advance_incidents(incidents, outcomes, config.close_after_passes)
         incidents = changes.still_open
         past_verdicts.extend(v for v in map(Verdict.of, outcomes) if v is not None)
-        yield ReplayedDay(day, tuple(outcomes), changes)
+        yield ReplayedDay(day, tuple(outcomes), changes, today)

@@ -1,0 +1,404 @@
+"""The kinds of trouble of the alert-quality benchmark: scenarios, their replay, targets.
+
+Each scenario injects one kind of trouble (`seer_pipelines.demo.trouble`) into a
+clean seeded stream from a day after the warm-up, regenerates only the days it replays
+(the trouble's days and some after: a stream with trouble equals the clean one outside
+the trouble's slice and days) and replays them through the rules, starting from the
+incidents the clean stream had open. What each target means (`TARGETS`) is what a
+person on call would need from the alerts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date
+
+import numpy as np
+import pandas as pd
+
+from seer_metrics.rules import RulesConfig, alert_order
+from seer_metrics.rules.incidents import Incident
+from seer_metrics.rules.scope import slice_components
+from seer_metrics.slices import slice_metrics
+from seer_pipelines.demo.judges import with_judge_column
+from seer_pipelines.demo.realistic import generate_stream, ideal_scores
+from seer_pipelines.demo.replay import ReplayedDay, replay_rules
+from seer_pipelines.demo.trouble import (
+    ContextBloat,
+    EmptyContexts,
+    JudgeChange,
+    Release,
+    SlowDrift,
+    Trouble,
+    VolumeLoss,
+    WrongIndex,
+)
+
+PROD_V2 = {"env": "prod", "feature_flag": "retrieval-v2"}
+PROD_V1 = {"env": "prod", "feature_flag": "retrieval-v1"}  # ~80 events a day
+DRIFT_RECALL_FALL = 0.15  # a drift must be caught before the slice's recall fell this much
+# words a statistic about volume (event counts) has in its name
+VOLUME_WORDS = ("events", "volume", "count")
+
+TARGETS = {
+    "caught": "caught on its first day (drift: before recall fell 0.15 below its first week)",
+    "led": "the day's message led by the trouble's own (narrowest) slice",
+    "no_false_recovery": 'no "Recovered" on an overlapping slice while the trouble lasts',
+    "recovered": 'a "Recovered" for every incident it opened, within a week of the fix',
+    "volume_said": "the loss said on its day: a volume statistic failing on the slice",
+    "judge_not_paged": "a judge change never paged as a change",
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One trouble of one kind; `days` it lasts (None: to the end of the replay), `after`
+    the days replayed after it; `base` the clean stream it goes into."""
+
+    kind: str
+    place: str
+    trouble: Trouble
+    days: int | None
+    after: int
+    targets: tuple[str, ...]
+    base: str = "default"
+
+    @property
+    def replayed_days(self) -> int:
+        return (self.days or 0) + self.after
+
+
+CHANGE = ("caught", "led", "no_false_recovery")  # the targets of a change of level
+VOLUME = ("volume_said", "no_false_recovery")
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("lost_top_hit", "prod × v2, all lose 1", Release(PROD_V2), 7, 0, CHANGE),
+    Scenario("lost_top_hit", "prod × v1 (~80/day), all lose 1", Release(PROD_V1), 7, 0, CHANGE),
+    Scenario(
+        "lost_top_hit",
+        "tenant=acme, 75% lose 1",
+        Release({"tenant": "acme"}, share=0.75),
+        7,
+        0,
+        CHANGE,
+    ),
+    Scenario(
+        "lost_top_hit", "env=prod, 50% lose 1", Release({"env": "prod"}, share=0.5), 7, 0, CHANGE
+    ),
+    Scenario(
+        "lost_top_hit",
+        "feature_flag=retrieval-v2, all lose 2",
+        Release({"feature_flag": "retrieval-v2"}, lost_top_hits=2),
+        7,
+        0,
+        CHANGE,
+    ),
+    Scenario("context_bloat", "prod × v2, 4 -> 8 passages", ContextBloat(PROD_V2), 7, 0, CHANGE),
+    Scenario(
+        "context_bloat",
+        "tenant=acme, 4 -> 8 passages",
+        ContextBloat({"tenant": "acme"}),
+        7,
+        0,
+        CHANGE,
+    ),
+    Scenario(
+        "empty_context",
+        "env=prod, 25% empty",
+        EmptyContexts({"env": "prod"}, share=0.25),
+        7,
+        0,
+        CHANGE,
+    ),
+    Scenario(
+        "empty_context", "prod × v2, 50% empty", EmptyContexts(PROD_V2, share=0.5), 7, 0, CHANGE
+    ),
+    Scenario(
+        "wrong_index", "tenant=t1 of 20 (~21%)", WrongIndex({"tenant": "t1"}), 7, 0, CHANGE, "mix"
+    ),
+    Scenario(
+        "wrong_index", "tenant=t2 of 20 (~12%)", WrongIndex({"tenant": "t2"}), 7, 0, CHANGE, "mix"
+    ),
+    Scenario(
+        "slow_drift", "prod × v2, +4% a day lose 1", SlowDrift(PROD_V2, step=0.04), 14, 0, CHANGE
+    ),
+    Scenario(
+        "release_fix",
+        "prod × v2 3 days, then fixed",
+        Release(PROD_V2, length=3),
+        3,
+        7,
+        (*CHANGE, "recovered"),
+    ),
+    Scenario(
+        "judge_change",
+        "all, another judge from day 1",
+        JudgeChange(),
+        None,
+        10,
+        ("judge_not_paged",),
+    ),
+    Scenario("volume_loss", "all, 10% of the events", VolumeLoss(share=0.9), 1, 3, VOLUME),
+    Scenario(
+        "slice_vanish",
+        "tenant=initech vanishes 3 days",
+        VolumeLoss({"tenant": "initech"}, share=1.0),
+        3,
+        3,
+        VOLUME,
+    ),
+)
+KINDS = tuple(dict.fromkeys(s.kind for s in SCENARIOS))
+# the judge a judge change moves to, for the stream's judge
+OTHER_JUDGE = {"ideal": "lexical", "lexical": "ideal"}
+
+
+@dataclass(frozen=True)
+class BaseStream:
+    """A clean stream replayed day by day: its table, pages and incidents on each day."""
+
+    seed: int
+    judge: str
+    days: list[date]
+    table: pd.DataFrame
+    scores: pd.DataFrame
+    families: dict[str, str]  # slice label -> slice family
+    pages: dict[date, list[tuple[str, str]]]  # day -> (rule, slice)
+    open_before: dict[date, tuple[Incident, ...]]
+    tenants: int | None = None
+    troubles: tuple[Trouble, ...] = ()
+
+
+def slice_table(scores: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """The slice rows of `scores`, with the judge of each day on every row."""
+    return with_judge_column(slice_metrics(scores, list(keys)), scores)
+
+
+def replay_base(
+    config: RulesConfig,
+    seed: int,
+    days: int,
+    end_day: date,
+    keys: Sequence[str],
+    judge: str,
+    tenants: int | None = None,
+    troubles: Sequence[Trouble] = (),
+) -> BaseStream:
+    events = generate_stream(
+        days, end_day=end_day, seed=seed, judge=judge, tenants=tenants, troubles=troubles
+    )
+    scores = ideal_scores(events)
+    table = slice_table(scores, keys)
+    families = dict(zip(table["slice"], table["slice_key"], strict=True))
+    pages: dict[date, list[tuple[str, str]]] = {}
+    open_before: dict[date, tuple[Incident, ...]] = {}
+    incidents: tuple[Incident, ...] = ()
+    for replayed in replay_rules(config, table):
+        open_before[replayed.day] = incidents
+        incidents = replayed.open_incidents
+        pages[replayed.day] = [(page.rule, page.slice) for page in replayed.pages]
+    return BaseStream(
+        seed,
+        judge,
+        sorted(pages),
+        table,
+        scores,
+        families,
+        pages,
+        open_before,
+        tenants,
+        tuple(troubles),
+    )
+
+
+def overlaps(label: str, where: Mapping[str, str]) -> bool:
+    """Whether the slice `label` shares events with the trouble's slice `where`: no key of
+    it has another value there (`all` overlaps everything)."""
+    if label == "all":
+        return True
+    for component in slice_components(label):
+        key, _, value = component.partition("=")
+        if key in where and where[key] != value:
+            return False
+    return True
+
+
+def slice_recall(
+    scores: pd.DataFrame, where: Mapping[str, str], days: Sequence[date]
+) -> list[float]:
+    """The mean recall of the events of the slice `where` on each of `days` (NaN: none),
+    from the event scores, so a slice the table has no row for has its figures too."""
+    inside = scores["metadata"].map(lambda meta: all(meta.get(k) == v for k, v in where.items()))
+    by_day = scores[inside].groupby("partition_date")["recall"].mean()
+    return [float(by_day.get(day, np.nan)) for day in days]
+
+
+def slice_events(scores: pd.DataFrame, where: Mapping[str, str], day: date) -> int:
+    today = scores[scores["partition_date"] == day]
+    return int(today["metadata"].map(lambda m: all(m.get(k) == v for k, v in where.items())).sum())
+
+
+@dataclass
+class ScenarioResult:
+    seed: int
+    scenario: Scenario
+    start: date
+    events: int  # the trouble slice's events on its first day
+    recall_before: float  # the slice's mean recall over the week before
+    recall_first_day: float
+    results: dict[str, bool] = field(default_factory=dict)
+    false_recoveries: int = 0  # "Recovered" on overlapping slices while it lasted
+    change_pages: int = 0  # change pages after a judge change
+    deadline: int | None = None  # a drift: the day (from 1) its recall fell 0.15
+
+
+def run_scenario(
+    config: RulesConfig, base: BaseStream, keys: Sequence[str], scenario: Scenario, start: int
+) -> ScenarioResult:
+    """`scenario` injected into `base` from its `start`-th day; the targets it measures."""
+    replay_days = base.days[start : start + scenario.replayed_days]
+    first = replay_days[0]
+    trouble = replace(scenario.trouble, start=first, length=scenario.days)
+    if isinstance(trouble, JudgeChange):
+        trouble = replace(trouble, judge=OTHER_JUDGE[base.judge])
+    events = generate_stream(
+        len(replay_days),
+        end_day=replay_days[-1],
+        seed=base.seed,
+        judge=base.judge,
+        tenants=base.tenants,
+        troubles=(*base.troubles, trouble),
+    )
+    scores = ideal_scores(events)
+    table = pd.concat(
+        [base.table[~base.table["partition_date"].isin(replay_days)], slice_table(scores, keys)],
+        ignore_index=True,
+    )
+    replayed = list(
+        replay_rules(config, table, days=replay_days, open_incidents=base.open_before[first])
+    )
+    label = trouble.slice_label
+    week_before = base.days[max(0, start - 7) : start]
+    recall_before = float(np.mean(slice_recall(base.scores, trouble.where, week_before)))
+    recall = slice_recall(scores, trouble.where, replay_days)
+    # the slice's events on the first day: what the stream would have logged
+    clean_first = base.scores[base.scores["partition_date"] == first]
+    result = ScenarioResult(
+        base.seed,
+        scenario,
+        first,
+        slice_events(clean_first, trouble.where, first),
+        recall_before,
+        recall[0],
+    )
+    trouble_days = replayed[: scenario.days] if scenario.days else replayed
+    # the day the trouble must be caught by, and whose message must lead with its slice
+    deadline = 0
+    if isinstance(trouble, SlowDrift):
+        fallen = [i for i, r in enumerate(recall) if r <= recall_before - DRIFT_RECALL_FALL]
+        deadline = fallen[0] if fallen else len(trouble_days) - 1
+        result.deadline = deadline + 1
+    for target in scenario.targets:
+        if target == "caught":
+            caught = [i for i, d in enumerate(replayed) if any(p.slice == label for p in d.pages)]
+            result.results[target] = bool(caught) and caught[0] <= deadline
+        elif target == "led":
+            result.results[target] = lead_slice(replayed[deadline]) == label
+        elif target == "no_false_recovery":
+            false = [
+                i
+                for d in trouble_days
+                for i in d.changes.closed
+                if overlaps(i.slice, trouble.where)
+            ]
+            result.results[target] = not false
+            result.false_recoveries = len(false)
+        elif target == "recovered":
+            result.results[target] = recovered_after_fix(replayed, scenario.days or 0, trouble)
+        elif target == "volume_said":
+            result.results[target] = any(
+                o.failed and o.slice == label and is_volume(o.statistic)
+                for o in replayed[0].outcomes
+            )
+        elif target == "judge_not_paged":
+            drops = [p for d in replayed for p in d.pages if p.kind == "drop"]
+            result.results[target] = not drops
+            result.change_pages = len(drops)
+    return result
+
+
+def lead_slice(day: ReplayedDay) -> str | None:
+    """The slice of the outcome that leads the day's message (None: nothing failed)."""
+    items = alert_order(day.outcomes, day.rows)
+    return items[0].outcome.slice if items else None
+
+
+def is_volume(statistic: str) -> bool:
+    return any(word in statistic for word in VOLUME_WORDS)
+
+
+def recovered_after_fix(replayed: Sequence[ReplayedDay], days: int, trouble: Trouble) -> bool:
+    """Every incident opened on an overlapping slice while the trouble lasted is closed
+    within the days replayed after it (and at least one was opened)."""
+    opened = {
+        i.key for d in replayed[:days] for i in d.changes.opened if overlaps(i.slice, trouble.where)
+    }
+    closed = {i.key for d in replayed[days:] for i in d.changes.closed}
+    return bool(opened) and opened <= closed
+
+
+def scenario_starts(total_days: int, warm_up: int, longest: int) -> range:
+    """The days a scenario may start on: after two baselines' worth of days, leaving room
+    for the longest replay."""
+    return range(2 * warm_up, total_days - longest + 1)
+
+
+def _mean(values: Sequence[float]) -> str:
+    defined = [v for v in values if not np.isnan(v)]
+    return f"{np.mean(defined):.2f}" if defined else "none"
+
+
+def check(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+def report_kinds(results: Sequence[ScenarioResult]) -> bool:
+    """Per kind, each target: how many of its scenarios met it; then per place."""
+    print(f"(c) kinds of trouble: {len(results)} scenarios")
+    passed = True
+    by_kind: dict[str, list[ScenarioResult]] = defaultdict(list)
+    for result in results:
+        by_kind[result.scenario.kind].append(result)
+    for kind, group in by_kind.items():
+        print(f"    {kind}:")
+        for target in TARGETS:
+            met = [r.results[target] for r in group if target in r.results]
+            if not met:
+                continue
+            ok = all(met)
+            passed &= ok
+            print(f"      {TARGETS[target]:<84} {sum(met):>3} of {len(met):<3} {check(ok)}")
+        places: dict[str, list[ScenarioResult]] = defaultdict(list)
+        for result in group:
+            places[result.scenario.place].append(result)
+        for place, runs in places.items():
+            notes = []
+            if any(r.false_recoveries for r in runs):
+                counts = ", ".join(str(r.false_recoveries) for r in runs)
+                notes.append(f"Recovered while it lasted: {counts}")
+            if any(r.change_pages for r in runs):
+                notes.append(f"change pages: {', '.join(str(r.change_pages) for r in runs)}")
+            if any(r.deadline for r in runs):
+                notes.append(f"recall 0.15 down on day {', '.join(str(r.deadline) for r in runs)}")
+            met = ", ".join(
+                f"{target} {sum(r.results[target] for r in runs)}/{len(runs)}"
+                for target in runs[0].results
+            )
+            print(
+                f"        {place:<38} {np.mean([r.events for r in runs]):>5.0f} events, recall "
+                f"{np.nanmean([r.recall_before for r in runs]):.2f} -> "
+                f"{_mean([r.recall_first_day for r in runs])}: {met}"
+                + "".join(f"; {note}" for note in notes)
+            )
+    return passed
