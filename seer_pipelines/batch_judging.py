@@ -32,7 +32,7 @@ from seer_metrics.cost_estimate import BATCH_PRICE_FACTOR
 from seer_metrics.evaluators.batch import BatchJudge, BatchProgress, BatchRecord, advance
 from seer_metrics.evaluators.llm import LLMEvaluator
 from seer_metrics.events import RetrievalEvent
-from seer_pipelines.judging_limits import BudgetGate, JudgingLimits, day_valid_events, model_price
+from seer_pipelines.judging_limits import BudgetGate, JudgingLimits, day_valid_events
 from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.schema import batches_table
 
@@ -205,7 +205,7 @@ def advance_day(
     over: list[RetrievalEvent] = []
     if budget.enabled:
         gate = batch_budget_gate(
-            budget, judge.store, judge.model, judge.prompt_version, model_price(judge), as_of
+            budget, judge.store, judge.model, judge.prompt_version, judge.price, as_of
         )
         submit, over = gate.split(chosen)
     progress = advance(

@@ -53,8 +53,8 @@ PRODUCT_PACKAGES = ("seer_metrics", "seer_pipelines")
 SETTINGS_MODULE = "seer_pipelines.settings"
 # "About 400 lines": a little over is a judgement call, a module of 500 is two modules.
 MAX_MODULE_LINES = 420
-# The evaluators hold prompts and protocol handling that read best in one place.
-LONG_MODULES_ALLOWED_UNDER = "seer_metrics.evaluators"
+# The lexical judge is split on its own (issue 16); every other module keeps the rule.
+LONG_MODULES_ALLOWED_UNDER = "seer_metrics.evaluators.lexical"
 
 
 def product_modules() -> dict[str, Path]:

@@ -18,7 +18,7 @@ from dagster import (
 from seer_metrics.cache import judgment_key
 from seer_metrics.evaluators.batch import REQUIREMENTS_PHASE, SUPPORT_PHASE, BatchRecord
 from seer_metrics.evaluators.llm import DEFAULT_MODEL
-from seer_metrics.evaluators.prompts import PROMPT_VERSION
+from seer_metrics.evaluators.llm.prompts import PROMPT_VERSION
 from seer_pipelines.assets.events import retrieval_events
 from seer_pipelines.assets.judgments import event_judgments
 from seer_pipelines.assets.metrics import event_metrics, passage_judgments

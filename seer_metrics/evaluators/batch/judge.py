@@ -19,8 +19,6 @@ from seer_metrics.cache import (
     requirements_key,
 )
 from seer_metrics.cost_estimate import BATCH_PRICE_FACTOR
-from seer_metrics.evaluators import prompts
-from seer_metrics.evaluators.answers import RequirementsAnswer, SupportAnswer
 from seer_metrics.evaluators.base import TokenUsage
 from seer_metrics.evaluators.batch.lines import (
     KEY_CHUNK,
@@ -47,8 +45,10 @@ from seer_metrics.evaluators.batch.records import (
     record_of,
     updated_record,
 )
-from seer_metrics.evaluators.llm import LLMSettings, build_judgment
-from seer_metrics.evaluators.replies import (
+from seer_metrics.evaluators.llm import prompts
+from seer_metrics.evaluators.llm.answers import RequirementsAnswer, SupportAnswer
+from seer_metrics.evaluators.llm.citations import build_judgment
+from seer_metrics.evaluators.llm.replies import (
     API_ERROR,
     ReplyError,
     check_requirements,
@@ -56,6 +56,7 @@ from seer_metrics.evaluators.replies import (
     reason_code,
     requirements_from_answer,
 )
+from seer_metrics.evaluators.llm.settings import LLMSettings
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Requirement
 
@@ -87,6 +88,8 @@ class BatchJudge:
         self.store = store
         self.model = settings.model
         self.prompt_version = prompts.PROMPT_VERSION
+        # The on-demand price of its model; a batch costs BATCH_PRICE_FACTOR of it.
+        self.price = settings.price_for(settings.model)
         self.max_requests_per_batch = max_requests_per_batch
         self.max_file_bytes = max_file_bytes
         import openai

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from seer_metrics.evaluators import prompts
-from seer_metrics.evaluators.answers import RequirementsAnswer
+from seer_metrics.evaluators.llm import prompts
+from seer_metrics.evaluators.llm.answers import RequirementsAnswer
 from seer_metrics.judgment import Requirement
 
 # Failure reason codes (the part before ":" in `EvaluationOutcome.reason`).

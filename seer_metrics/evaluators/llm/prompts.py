@@ -20,7 +20,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from seer_metrics.evaluators.answers import RequirementsAnswer, SupportAnswer, strict_json_schema
+from seer_metrics.evaluators.llm.answers import (
+    RequirementsAnswer,
+    SupportAnswer,
+    strict_json_schema,
+)
 
 PROMPT_VERSION = "seer-judge-v1"
 
