@@ -23,8 +23,8 @@ from seer_metrics.evaluators.base import Evaluator
 from seer_metrics.evaluators.caching import DEFAULT_FLUSH_EVENTS, CachingEvaluator
 from seer_metrics.evaluators.llm import LLMEvaluator, LLMSettings, prompts
 from seer_metrics.evaluators.llm.answers import RequirementsAnswer, SupportAnswer
-from seer_metrics.evaluators.llm.client import retry_after_seconds
 from seer_metrics.evaluators.llm.pacing import RateLimiter
+from seer_metrics.evaluators.llm.retries import retry_after_seconds
 from seer_pipelines.commands import evaluate as evaluate_command
 from seer_testing.fake_judge import (
     REQUIREMENTS_SCHEMA_NAME,

@@ -51,12 +51,13 @@ from seer_metrics.evaluators.llm.citations import build_judgment
 from seer_metrics.evaluators.llm.replies import (
     API_ERROR,
     ReplyError,
-    check_requirements,
     read_reply,
     reason_code,
+    requirements_check,
     requirements_from_answer,
 )
 from seer_metrics.evaluators.llm.settings import LLMSettings
+from seer_metrics.evaluators.llm.structured_output import JSON_SCHEMA
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Requirement
 
@@ -258,13 +259,15 @@ class BatchJudge:
             key = requirements_key(event.task, self.model, self.prompt_version)
             queries.setdefault(custom_id(REQUIREMENTS_PHASE, key), event.task)
         records: list[RequirementsRecord] = []
+        # An empty or overlong list is a failed line, not stored (no judgment, no score).
+        check = requirements_check(self.settings.max_requirements)
         for line_id, completion in completions.items():
             query = queries.get(line_id)
             if query is None:
                 failures[line_id] = f"{API_ERROR}: no event of the day asks this query"
                 continue
             try:
-                answer = read_reply(completion, RequirementsAnswer, check_requirements)
+                answer = read_reply(completion, RequirementsAnswer, check)
             except ReplyError as error:
                 failures[line_id] = error.reason
                 continue
@@ -309,7 +312,8 @@ class BatchJudge:
             except ReplyError as error:
                 failures[line_id] = error.reason
                 continue
-            judgment = build_judgment(event, requirements, answer)
+            # Batch lines are the on-demand requests in strict `json_schema` mode.
+            judgment = replace(build_judgment(event, requirements, answer), output_mode=JSON_SCHEMA)
             records.append(
                 JudgmentRecord(key, event.event_id, self.model, self.prompt_version, judgment)
             )

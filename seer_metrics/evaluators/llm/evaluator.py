@@ -7,9 +7,13 @@ requirement, with a quote for each citation. So an event costs at most two calls
 its number of passages, and one when its query was seen before.
 
 Every reply is validated (pydantic); a bad one gets one repair attempt and then becomes an
-error outcome with a reason code, never a NaN and never a silent skip. A reply cut at the
-completion cap is asked again once with twice the cap (up to a ceiling). Sending, pacing
-and retrying the requests is the client's (`client.py`, `pacing.py`).
+error outcome with a reason code, never a NaN and never a silent skip. No judgment, no
+score: a requirement list that is empty or longer than `max_requirements` ends its events
+as errors (`no_requirements`, `too_many_requirements`). A reply cut at the completion cap
+is asked again once with twice the cap (up to a ceiling), when that larger reply can
+arrive within the timeout at the speed the endpoint has shown. Sending, pacing, retrying
+and the negotiated output mode are the client's (`client.py`, `pacing.py`,
+`structured_output.py`); the mode of each judgment is recorded in it (`output_mode`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -27,8 +31,8 @@ from seer_metrics.evaluators.base import EvaluationOutcome, OutcomeCallback, Tok
 from seer_metrics.evaluators.llm import prompts
 from seer_metrics.evaluators.llm.answers import RequirementsAnswer, SupportAnswer
 from seer_metrics.evaluators.llm.citations import build_judgment
-from seer_metrics.evaluators.llm.client import Attempts, CallFailedError, Connection
-from seer_metrics.evaluators.llm.pacing import RateLimiter
+from seer_metrics.evaluators.llm.client import Connection
+from seer_metrics.evaluators.llm.pacing import EndpointSpeed, RateLimiter
 from seer_metrics.evaluators.llm.replies import (
     INTERNAL_ERROR,
     INVALID_JSON,
@@ -36,9 +40,16 @@ from seer_metrics.evaluators.llm.replies import (
     ReplyError,
     check_requirements,
     read_reply,
+    requirement_count_problem,
     requirements_from_answer,
 )
+from seer_metrics.evaluators.llm.retries import Attempts, CallFailedError
 from seer_metrics.evaluators.llm.settings import DEFAULT_BASE_URL, LLMSettings
+from seer_metrics.evaluators.llm.structured_output import (
+    OutputProfile,
+    remember_profile,
+    stored_profile,
+)
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Judgment, Requirement
 from seer_metrics.redaction import redact_url
@@ -53,6 +64,7 @@ class _CallResult:
     answer: Any
     usage: TokenUsage
     calls: Attempts
+    mode: str  # the output mode of the reply that was used
 
 
 @dataclass
@@ -64,6 +76,7 @@ class _Phase1:
     usage: TokenUsage = field(default_factory=TokenUsage)
     calls: Attempts = field(default_factory=Attempts)
     claimed: bool = False
+    mode: str | None = None  # of the reply asked in this run (None: known before)
 
     def claim(self) -> tuple[TokenUsage, Attempts]:
         """The first event to read the result carries the phase-1 cost; the rest carry 0."""
@@ -119,6 +132,11 @@ class LLMEvaluator:
         self._loop_state: _LoopState | None = None
         # Where requests go, without credentials: for logs and failure messages.
         self.endpoint = redact_url(self.settings.base_url or DEFAULT_BASE_URL)
+        # What the endpoint takes and how fast it answers, learned over the run (and the
+        # shape remembered in the store, read at the first `evaluate`).
+        self.output_profile = OutputProfile(on_change=self._remember_profile)
+        self._profile_read = False
+        self.speed = EndpointSpeed()
 
     async def evaluate(
         self, events: Sequence[RetrievalEvent], on_outcome: OutcomeCallback | None = None
@@ -140,6 +158,7 @@ class LLMEvaluator:
                 requirements_key(event.task, self.model, self.prompt_version) for event in events
             ]
             self._load_stored_requirements(keys)
+            self._read_stored_profile()
             return list(
                 await asyncio.gather(
                     *(
@@ -160,7 +179,10 @@ class LLMEvaluator:
         """
         loop = asyncio.get_running_loop()
         if self._loop_state is None or self._loop_state.loop is not loop:
-            self._loop_state = _LoopState(loop, Connection.open(self.settings, self._limiter))
+            connection = Connection.open(
+                self.settings, self._limiter, self.output_profile, self.speed
+            )
+            self._loop_state = _LoopState(loop, connection)
         self._loop_state.active += 1
         return self._loop_state
 
@@ -170,6 +192,20 @@ class LLMEvaluator:
             if self._loop_state is state:
                 self._loop_state = None
             await state.connection.close()
+
+    def _read_stored_profile(self) -> None:
+        """Start from the shape a previous run learned for this endpoint and model."""
+        if self._store is None or self._profile_read:
+            return
+        self._profile_read = True
+        known = stored_profile(self._store, self.endpoint, self.model)
+        if known is not None and not self.output_profile.settled:
+            self.output_profile.mode, self.output_profile.cap_field = known
+            self.output_profile.settled = True
+
+    def _remember_profile(self, profile: OutputProfile) -> None:
+        if self._store is not None:
+            remember_profile(self._store, self.endpoint, self.model, profile)
 
     def _load_stored_requirements(self, keys: Sequence[str]) -> None:
         if self._store is None:
@@ -195,9 +231,13 @@ class LLMEvaluator:
             if phase1.error is not None:
                 return self._error(event, phase1.error.reason, usage, calls)
             requirements = phase1.requirements or ()
-            if not requirements or not event.context:
-                # Nothing to check: K = 0 or N = 0 makes phase 2 pointless.
-                return self._outcome(event, Judgment(requirements), None, usage, calls)
+            problem = requirement_count_problem(len(requirements), self.settings.max_requirements)
+            if problem is not None:  # no judgment, no score
+                return self._error(event, problem.reason, usage, calls)
+            if not event.context:
+                # Nothing to check: N = 0 makes phase 2 pointless.
+                judgment = Judgment(requirements, output_mode=phase1.mode)
+                return self._outcome(event, judgment, None, usage, calls)
             result = await self._ask(
                 prompts.support_messages(
                     event.task,
@@ -216,7 +256,9 @@ class LLMEvaluator:
             return self._error(
                 event, f"{INTERNAL_ERROR}: {type(error).__name__}: {error}", usage, calls
             )
-        judgment = build_judgment(event, requirements, result.answer)
+        judgment = replace(
+            build_judgment(event, requirements, result.answer), output_mode=result.mode
+        )
         return self._outcome(event, judgment, None, usage + result.usage, calls + result.calls)
 
     def _error(
@@ -267,6 +309,11 @@ class LLMEvaluator:
             return _Phase1(error=failure, usage=failure.usage, calls=failure.calls)
         requirements = requirements_from_answer(result.answer)
         self._requirements[key] = requirements
+        phase1 = _Phase1(requirements, usage=result.usage, calls=result.calls, mode=result.mode)
+        if requirement_count_problem(len(requirements), self.settings.max_requirements):
+            # No judgment for this query's events (`_evaluate_event`); known for the run,
+            # never stored, so the next run asks again.
+            return phase1
         if self._store is not None:
             try:
                 self._store.put_requirements(
@@ -274,7 +321,7 @@ class LLMEvaluator:
                 )
             except Exception:
                 logger.exception("could not store the requirement list of a query")
-        return _Phase1(requirements=requirements, usage=result.usage, calls=result.calls)
+        return phase1
 
     async def _ask(
         self,
@@ -286,7 +333,8 @@ class LLMEvaluator:
         check: Callable[[AnswerT], None] | None = None,
     ) -> _CallResult:
         """One structured question, with one repair attempt for a reply that does not fit and
-        one retry with twice the completion cap (up to the ceiling) for a reply cut short."""
+        one retry with twice the completion cap (up to the ceiling) for a reply cut short,
+        when the endpoint can send that much within the timeout."""
         usage = TokenUsage()
         calls = Attempts()
         conversation = messages
@@ -295,23 +343,31 @@ class LLMEvaluator:
         attempt = 0
         while attempt < 2:
             try:
-                completion, call_usage, call_count = await state.connection.complete(
-                    conversation, schema_name, schema, cap
-                )
+                completed = await state.connection.complete(conversation, schema_name, schema, cap)
             except CallFailedError as failure:
                 raise CallFailedError(
                     failure.code, failure.detail, usage + failure.usage, calls + failure.calls
                 ) from None
-            usage += call_usage
-            calls += call_count
+            usage += completed.usage
+            calls += completed.calls
             try:
-                return _CallResult(read_reply(completion, answer_type, check), usage, calls)
+                answer = read_reply(completed.completion, answer_type, check)
             except ReplyError as error:
                 if error.code == TRUNCATED:
                     larger = min(2 * cap, self.settings.max_completion_tokens_ceiling)
                     if larger > cap and cap == self.settings.max_completion_tokens:
-                        cap = larger  # the same question once more, with room to finish
-                        continue
+                        # The reply took `seconds` for `cap` tokens: a larger one, longer.
+                        needed = completed.seconds * larger / cap
+                        if needed <= self.settings.timeout_seconds:
+                            cap = larger  # the same question once more, with room to finish
+                            continue
+                        detail = (
+                            f"the reply hit max_completion_tokens={cap} after "
+                            f"{completed.seconds:.0f} s; {larger} tokens would need about "
+                            f"{needed:.0f} s, more than the {self.settings.timeout_seconds:g} s "
+                            "timeout, so it is not asked again (raise the timeout or the cap)"
+                        )
+                        raise CallFailedError(TRUNCATED, detail, usage, calls) from None
                     raise CallFailedError(
                         TRUNCATED, f"the reply hit max_completion_tokens={cap}", usage, calls
                     ) from None
@@ -322,5 +378,7 @@ class LLMEvaluator:
                     conversation = prompts.repair_messages(
                         messages, error.content, error.reason, schema_name
                     )
+            else:
+                return _CallResult(answer, usage, calls, completed.mode)
             attempt += 1
         raise CallFailedError(code, f"{detail} (after one repair attempt)", usage, calls)

@@ -1,7 +1,10 @@
-"""Pacing: how the judge keeps under an endpoint's requests- and tokens-per-minute.
+"""Pacing: how the judge keeps under an endpoint's requests- and tokens-per-minute, and
+how fast the endpoint answers.
 
 `RateLimiter` spreads call starts evenly under both budgets; `estimate_tokens` is the size
-a call reserves before it is sent, corrected by the real usage afterwards.
+a call reserves before it is sent, corrected by the real usage afterwards. `EndpointSpeed`
+is the generation speed the endpoint has shown, so the judge does not send a request that
+cannot finish within the timeout (a slow CPU server at 10 tokens a second).
 """
 
 from __future__ import annotations
@@ -61,3 +64,33 @@ def estimate_tokens(messages: Sequence[Mapping[str, str]]) -> int:
     """Rough prompt size (4 characters a token) plus an expected completion."""
     characters = sum(len(message.get("content") or "") for message in messages)
     return math.ceil(characters / CHARACTERS_PER_TOKEN) + EXPECTED_COMPLETION_TOKENS
+
+
+# Replies shorter than this are not timed: their time is mostly the round trip and the
+# prompt, and would make a fast endpoint look slow.
+MIN_TIMED_TOKENS = 64
+
+
+class EndpointSpeed:
+    """The completion tokens a second an endpoint has shown over the run's replies of at
+    least `MIN_TIMED_TOKENS` (their whole time, prompt processing included), to tell what
+    fits a timeout."""
+
+    def __init__(self) -> None:
+        self._tokens = 0
+        self._seconds = 0.0
+
+    def record(self, completion_tokens: int, seconds: float) -> None:
+        if completion_tokens >= MIN_TIMED_TOKENS and seconds > 0:
+            self._tokens += completion_tokens
+            self._seconds += seconds
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """None until a reply has been timed."""
+        return self._tokens / self._seconds if self._seconds > 0 else None
+
+    def seconds_for(self, completion_tokens: int) -> float | None:
+        """How long a reply of `completion_tokens` would take; None when not known yet."""
+        speed = self.tokens_per_second
+        return None if speed is None else completion_tokens / speed

@@ -61,6 +61,9 @@ class LLMSettings:
     `requests_per_minute` / `tokens_per_minute` are the endpoint's limits (None: no client
     pacing); the client paces itself `rate_limit_headroom` below them. `max_retries` is
     the number of retries after a transport error, 429 or 5xx (each call, not each event).
+    `timeout_seconds` bounds a whole call; `max_completion_tokens` caps a reply (a slow
+    endpoint needs the cap to fit the timeout). A phase-1 answer with more than
+    `max_requirements` requirements (or none) is no judgment.
     """
 
     model: str = DEFAULT_MODEL
@@ -72,6 +75,7 @@ class LLMSettings:
     max_retries: int = 4
     max_completion_tokens: int = 1500
     max_completion_tokens_ceiling: int = 6000
+    max_requirements: int = 20
     backoff_initial_seconds: float = 1.0
     backoff_max_seconds: float = 60.0
     rate_limit_headroom: float = 0.02
@@ -87,6 +91,7 @@ class LLMSettings:
             "max_concurrency": self.max_concurrency,
             "max_completion_tokens": self.max_completion_tokens,
             "max_completion_tokens_ceiling": self.max_completion_tokens_ceiling,
+            "max_requirements": self.max_requirements,
             "requests_per_minute": self.requests_per_minute,
             "tokens_per_minute": self.tokens_per_minute,
         }
@@ -134,6 +139,8 @@ class LLMSettings:
             "SEER_LLM_REQUESTS_PER_MINUTE": ("requests_per_minute", float),
             "SEER_LLM_TOKENS_PER_MINUTE": ("tokens_per_minute", float),
             "SEER_LLM_MAX_RETRIES": ("max_retries", int),
+            "SEER_LLM_MAX_TOKENS": ("max_completion_tokens", int),
+            "SEER_LLM_MAX_REQUIREMENTS": ("max_requirements", int),
         }
         unlimited = {"SEER_LLM_REQUESTS_PER_MINUTE", "SEER_LLM_TOKENS_PER_MINUTE"}
         for variable, (name, kind) in numeric.items():
