@@ -296,3 +296,30 @@ def test_more_requirements_than_the_bound_is_a_failed_judgment() -> None:
     assert bounded.status == "error" and bounded.reason.startswith("too_many_requirements:")
     assert "30 requirements, more than the bound of 20" in bounded.reason
     assert wider.status == "ok" and wider.judgment.k == 30
+
+
+def test_slice_metrics_and_the_error_share_count_an_empty_list_as_a_failed_judgment() -> None:
+    """Before, `{"requirements": []}` was an ok row with k = 0 and precision 0.0 that
+    dragged the slice's precision down; now it is an error the slice counts as one."""
+    import pandas as pd
+
+    from seer_metrics.rows import event_metric_rows, judged_row
+    from seer_metrics.slices import slice_metrics
+    from seer_pipelines.assets.judgments import JudgingSummary
+
+    events = [_event("e1"), _event("e2", OTHER_QUERY)]
+    with FakeJudgeServer(GoldOracle(GOLD)) as server:
+        server.inject("empty_requirements", schema=REQUIREMENTS_SCHEMA_NAME, times=1)
+        judge = _evaluator(server, max_concurrency=1)
+        outcomes = _run(judge, events)
+    rows = [judged_row(e, o, judge) for e, o in zip(events, outcomes, strict=True)]
+    assert [row["status"] for row in rows] == ["error", "ok"]
+    metric_rows = event_metric_rows(rows)
+    assert metric_rows[0]["precision"] is None and metric_rows[0].get("k") is None
+    scores = pd.DataFrame(metric_rows).assign(partition_date="2026-01-01")
+    (overall,) = slice_metrics(scores, slice_keys=[]).to_dict("records")
+    assert (overall["events"], overall["evaluated"], overall["errors"]) == (2, 1, 1)
+    # The mean is the ok event's alone: no 0.0 from the failed judgment in it.
+    assert overall["mean_precision"] == pytest.approx(metric_rows[1]["precision"])
+    summary = JudgingSummary(judged=1, error_reasons={"no_requirements": 1})
+    assert summary.error_share == 0.5  # what the judging step's guard compares
