@@ -31,6 +31,9 @@ class Judgment:
     requirements: tuple[Requirement, ...]
     hallucinated_citations: int = 0
     unverified_citations: int = 0
+    # How the LLM judge's reply was constrained (`json_schema`, `json_object` or
+    # `instructions`, see `evaluators.llm.structured_output`); None for other judges.
+    output_mode: str | None = None
 
     @property
     def k(self) -> int:
@@ -74,10 +77,12 @@ class Judgment:
                 )
             ordered = tuple(dict.fromkeys(str(pid) for pid in support))
             requirements.append(Requirement(req_id, text, ordered))
+        output_mode = data.get("output_mode")
         judgment = cls(
             tuple(requirements),
             hallucinated_citations=int(data.get("hallucinated_citations", 0) or 0),
             unverified_citations=int(data.get("unverified_citations", 0) or 0),
+            output_mode=output_mode if isinstance(output_mode, str) else None,
         )
         if context_ids is not None:
             judgment = judgment.restricted_to(context_ids)
@@ -101,10 +106,11 @@ class Judgment:
             tuple(requirements),
             hallucinated_citations=self.hallucinated_citations + dropped,
             unverified_citations=self.unverified_citations,
+            output_mode=self.output_mode,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "requirements": [
                 {"id": r.id, "text": r.text, "supported_by": list(r.supported_by)}
                 for r in self.requirements
@@ -112,6 +118,9 @@ class Judgment:
             "hallucinated_citations": self.hallucinated_citations,
             "unverified_citations": self.unverified_citations,
         }
+        if self.output_mode is not None:
+            data["output_mode"] = self.output_mode
+        return data
 
 
 # The parts of a stored judgment that the row builders read: requirement ids, texts and

@@ -27,6 +27,7 @@ from sqlalchemy import (
     Table,
     Text,
     create_engine,
+    delete,
     exc,
     func,
     insert,
@@ -119,6 +120,19 @@ judgment_cache_table = Table(
     Column("prompt_version", String(100), nullable=False),
     Column("judgment", JSON, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+# What an endpoint takes for a model (`evaluators.llm.structured_output`): learned by one
+# run, the start of the next. Unlike the caches, a later finding replaces an earlier one.
+endpoint_profile_table = Table(
+    "seer_endpoint_profiles",
+    _metadata,
+    Column("key", String(64), primary_key=True),
+    Column("endpoint", Text, nullable=False),
+    Column("model", String(200), nullable=False),
+    Column("output_mode", String(40), nullable=False),
+    Column("cap_field", String(40), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
 )
 
 # Keys per IN (...) clause: far below every backend's bound-parameter limit.
@@ -217,6 +231,42 @@ class JudgmentStore:
             for record in records
         ]
         return self._insert_missing(judgment_cache_table, rows)
+
+    def get_endpoint_profile(self, endpoint: str, model: str) -> tuple[str, str] | None:
+        """(output mode, cap field) last learned for `model` at `endpoint`, or None."""
+        key = _digest(["endpoint", endpoint, model])
+        table = endpoint_profile_table
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(table.c.output_mode, table.c.cap_field).where(table.c.key == key)
+            ).first()
+        return None if row is None else (str(row[0]), str(row[1]))
+
+    def put_endpoint_profile(
+        self, endpoint: str, model: str, output_mode: str, cap_field: str
+    ) -> None:
+        """Remember what `endpoint` takes for `model`, replacing what was known."""
+        table = endpoint_profile_table
+        row = {
+            "key": _digest(["endpoint", endpoint, model]),
+            "endpoint": endpoint,
+            "model": model,
+            "output_mode": output_mode,
+            "cap_field": cap_field,
+            "updated_at": datetime.now(UTC),
+        }
+        changed = {name: row[name] for name in ("output_mode", "cap_field", "updated_at")}
+        dialect = self.engine.dialect.name
+        with self.engine.begin() as connection:
+            if dialect in ("sqlite", "postgresql"):
+                insert_of = sqlite_insert if dialect == "sqlite" else postgresql_insert
+                statement = insert_of(table).on_conflict_do_update(
+                    index_elements=["key"], set_=changed
+                )
+                connection.execute(statement, [row])
+            else:
+                connection.execute(delete(table).where(table.c.key == row["key"]))
+                connection.execute(insert(table), [row])
 
     def count(self) -> dict[str, int]:
         """Rows per table, for summaries."""

@@ -5,9 +5,13 @@ and `seer_support`), reading the request the way a model would see it (the query
 requirement list, the `<passage id="...">` blocks) and answering from a scripted oracle.
 Failures are injected per request: latency, 429 with `Retry-After`, 500, hangs, invalid
 JSON, a wrong shape, truncated output, refusals, unknown passage or requirement ids,
-quotes that are not in the passage; and it can enforce a requests-per-minute limit the way
-a real endpoint does (429 beyond it). Every request is recorded; `GET /fake/stats` serves
-the counts, for a server run in another process.
+quotes that are not in the passage, an empty or overlong requirement list, a reply that
+loops until the cap, one that trickles in, JSON in a markdown fence; and it can enforce a
+requests-per-minute limit the way a real endpoint does (429 beyond it). It reads requests
+as one server dialect does (`judge_dialects`: OpenAI, llama-cpp-python, strict servers that
+refuse with 400 or 422), and can generate at a given number of tokens a second, as a slow
+CPU server does. Every request is recorded; `GET /fake/stats` serves the counts, for a
+server run in another process.
 
     with FakeJudgeServer(GoldOracle({...}), latency_seconds=0.01) as server:
         evaluator = LLMEvaluator(LLMSettings(base_url=server.base_url, api_key="test"))
@@ -27,10 +31,33 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seer_metrics.judgment_store import normalise_text
+from seer_testing.judge_dialects import OPENAI, ServerDialect, refusal
 from seer_testing.local_server import JSONHandler, LocalFake
 
 REQUIREMENTS_SCHEMA_NAME = "seer_requirements"
 SUPPORT_SCHEMA_NAME = "seer_support"
+
+# A refusal of the request itself: its status and error body.
+STATUS_FAULTS: dict[str, tuple[int, dict[str, Any]]] = {
+    "bad_request": (400, {"error": {"message": "Invalid request.", "type": "invalid_request_error",
+                                    "param": None, "code": None}}),
+    "unauthorized": (401, {"error": {"message": "Incorrect API key provided.",
+                                     "type": "invalid_request_error", "param": None,
+                                     "code": "invalid_api_key"}}),
+    "forbidden": (403, {"error": {"message": "Project does not have access to the model.",
+                                  "type": "invalid_request_error", "param": None, "code": None}}),
+    "not_found": (404, {"error": {"message": "The model does not exist.",
+                                  "type": "invalid_request_error", "param": None,
+                                  "code": "model_not_found"}}),
+    "unprocessable": (422, {"detail": [{"type": "string_type", "loc": ["body", "messages", 1],
+                                        "msg": "Input should be a valid string"}]}),
+    # A FastAPI server whose handler turns the validation error into a 500.
+    "validation_500": (500, {"error": {"message": "1 validation error:\n  {'type': 'string_type', "
+                                       "'loc': ('body', 'messages', 1, 'content'), 'msg': "
+                                       "'Input should be a valid string'}",
+                                       "type": "internal_server_error", "param": None,
+                                       "code": None}}),
+}  # fmt: skip
 
 FAULTS = frozenset(
     {
@@ -45,8 +72,15 @@ FAULTS = frozenset(
         "bad_quotes",  # quotes that are not in the cited passage
         "unknown_requirement",  # adds a requirement id that was not asked about
         "missing_requirement",  # leaves the last requirement out
+        "empty_requirements",  # phase 1 answers an empty requirement list
+        "many_requirements",  # phase 1 answers MANY_REQUIREMENTS requirements
+        "loop",  # repeats itself until the cap read (or its context), finish_reason "length"
+        "trickle",  # the answer is sent one byte every `trickle_seconds`
+        "fenced",  # the JSON comes inside a markdown code fence
     }
-)
+) | frozenset(STATUS_FAULTS)
+
+MANY_REQUIREMENTS = 30
 
 _QUERY = re.compile(r"<query>\n(.*?)\n</query>", re.DOTALL)
 _REQUIREMENTS = re.compile(r"<requirements>\n(.*?)\n</requirements>", re.DOTALL)
@@ -126,6 +160,10 @@ class RecordedRequest:
     fault: str | None
     repair: bool
     body: dict[str, Any]
+    # The `response_format` type asked for ("text" without one) and the completion cap the
+    # server read (None: none it reads was sent).
+    response_format: str = "text"
+    cap: int | None = None
 
 
 @dataclass
@@ -157,8 +195,15 @@ class FakeJudgeServer(LocalFake):
         retry_after_seconds: float = 0.2,
         hang_seconds: float = 5.0,
         record_bodies: bool = True,
+        dialect: ServerDialect = OPENAI,
+        tokens_per_second: float | None = None,
+        trickle_seconds: float = 1.0,
     ) -> None:
         self.oracle: JudgeOracle = oracle or GoldOracle({})
+        self.dialect = dialect
+        # Generation speed: a reply of T completion tokens takes T / tokens_per_second.
+        self.tokens_per_second = tokens_per_second
+        self.trickle_seconds = trickle_seconds
         self.latency_seconds = latency_seconds
         self.requests_per_minute = requests_per_minute
         self.rate_window_seconds = rate_window_seconds
@@ -253,6 +298,7 @@ class FakeJudgeServer(LocalFake):
     def _record(
         self, parsed: _Parsed | None, status: int, fault: str | None, body: dict[str, Any]
     ) -> None:
+        response_format = body.get("response_format")
         with self._lock:
             self.requests.append(
                 RecordedRequest(
@@ -262,16 +308,42 @@ class FakeJudgeServer(LocalFake):
                     fault=fault,
                     repair=parsed.repair if parsed else False,
                     body=body if self.record_bodies else {},
+                    response_format=str(response_format.get("type"))
+                    if isinstance(response_format, dict)
+                    else "text",
+                    cap=self._cap(body),
                 )
             )
 
+    def _cap(self, body: dict[str, Any]) -> int | None:
+        """The completion cap as this dialect reads it."""
+        for name in self.dialect.cap_fields:
+            if isinstance(body.get(name), int):
+                return int(body[name])
+        return None
+
     def handle(self, body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any]]:
         """Answer one chat-completions request: (status, extra headers, JSON body)."""
+        status, headers, payload, _ = self.respond(body)
+        return status, headers, payload
+
+    def respond(
+        self, body: dict[str, Any]
+    ) -> tuple[int, dict[str, str], dict[str, Any], float | None]:
+        """`handle`, and the seconds between the bytes of a trickled answer (else None)."""
+        refused = refusal(self.dialect, body)
+        if refused is not None:
+            try:
+                seen: _Parsed | None = _parse_request(body)
+            except (KeyError, TypeError, ValueError, IndexError):
+                seen = None
+            self._record(seen, refused[0], "refused_by_dialect", body)
+            return refused[0], {}, refused[1], None
         try:
             parsed = _parse_request(body)
         except (KeyError, TypeError, ValueError, IndexError) as error:
             self._record(None, 400, None, body)
-            return 400, {}, error_body(f"bad request: {error}", "invalid_request_error")
+            return 400, {}, error_body(f"bad request: {error}", "invalid_request_error"), None
         wait = self._admit()
         if wait is not None:
             self._record(parsed, 429, "rpm_limit", body)
@@ -279,6 +351,7 @@ class FakeJudgeServer(LocalFake):
                 429,
                 {"Retry-After": f"{max(wait, 0.01):.3f}"},
                 error_body("Rate limit reached for requests per minute", "requests"),
+                None,
             )
         fault = self._take_fault(parsed.schema)
         if fault == "rate_limit":
@@ -287,10 +360,15 @@ class FakeJudgeServer(LocalFake):
                 429,
                 {"Retry-After": f"{self.retry_after_seconds:g}"},
                 error_body("Rate limit reached", "requests"),
+                None,
             )
         if fault == "server_error":
             self._record(parsed, 500, fault, body)
-            return 500, {}, error_body("The server had an error", "server_error")
+            return 500, {}, error_body("The server had an error", "server_error"), None
+        if fault in STATUS_FAULTS:
+            status, payload = STATUS_FAULTS[fault]
+            self._record(parsed, status, fault, body)
+            return status, {}, payload, None
         if fault == "hang":
             self._stopping.wait(self.hang_seconds)
         if self.latency_seconds > 0:
@@ -298,7 +376,8 @@ class FakeJudgeServer(LocalFake):
         answer = self._answer(parsed, fault)
         content: str | None = json.dumps(answer, ensure_ascii=False)
         finish_reason = "stop"
-        refusal = None
+        refused = None
+        completion_tokens = None
         if fault == "invalid_json":
             content = '{"requirements": [{"id": "r1", '
         elif fault == "schema_mismatch":
@@ -306,15 +385,32 @@ class FakeJudgeServer(LocalFake):
         elif fault == "truncated":
             content = (content or "")[: max(1, len(content or "") // 2)]
             finish_reason = "length"
+        elif fault == "loop":
+            cap = self._cap(body)
+            completion_tokens = self.dialect.context_tokens if cap is None else cap
+            content = '{"requirements": [{"id": "r1", "text": "' + "and again " * 40
+            finish_reason = "length"
+        elif fault == "fenced":
+            content = f"```json\n{content}\n```"
         elif fault == "refusal":
             content = None
-            refusal = "I'm sorry, I can't help with that."
+            refused = "I'm sorry, I can't help with that."
+        reply = _completion_body(body, content, refused, finish_reason, completion_tokens)
+        if not self.dialect.refusal_field:
+            reply["choices"][0]["message"].pop("refusal")
+        if self.tokens_per_second:
+            generated = reply["usage"]["completion_tokens"]
+            self._stopping.wait(generated / self.tokens_per_second)
         self._record(parsed, 200, fault, body)
-        return 200, {}, _completion_body(body, content, refusal, finish_reason)
+        return 200, {}, reply, self.trickle_seconds if fault == "trickle" else None
 
     def _answer(self, parsed: _Parsed, fault: str | None) -> dict[str, Any]:
         if parsed.schema == REQUIREMENTS_SCHEMA_NAME:
             texts = self.oracle.requirements(parsed.query)
+            if fault == "empty_requirements":
+                texts = []
+            elif fault == "many_requirements":
+                texts = [f"Fact {index} of the question" for index in range(MANY_REQUIREMENTS)]
             return {
                 "requirements": [
                     {"id": f"r{index}", "text": text} for index, text in enumerate(texts, start=1)
@@ -374,14 +470,51 @@ class JudgeHandler(JSONHandler):
         except json.JSONDecodeError:
             self.send_json(400, {}, error_body("body is not JSON", "invalid_request_error"))
             return
-        self.send_json(*self.judge.handle(body))
+        status, headers, payload, trickle = self.judge.respond(body)
+        if trickle is None:
+            self.send_json(status, headers, payload)
+        else:
+            self.send_trickled(status, payload, trickle)
+
+    def send_trickled(self, status: int, payload: Any, seconds_per_byte: float) -> None:
+        """The answer one byte at a time: no read ever waits long, the whole call does."""
+        data = json.dumps(payload).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.flush()
+            for index in range(len(data)):
+                if self.judge._stopping.wait(seconds_per_byte):
+                    break
+                self.wfile.write(data[index : index + 1])
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
 
     def send_no_route(self) -> None:
         self.send_json(404, {}, error_body(f"no route {self.path}", "invalid_request_error"))
 
 
+def _schema_of(body: dict[str, Any]) -> str:
+    """The phase a request asks for: the `json_schema` name, else the schema the system
+    prompt names (a request in `json_object` or plain-instructions mode)."""
+    response_format = body.get("response_format")
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        return str(response_format["json_schema"]["name"])
+    system = " ".join(
+        str(m.get("content") or "") for m in body["messages"] if m.get("role") == "system"
+    )
+    for name in (REQUIREMENTS_SCHEMA_NAME, SUPPORT_SCHEMA_NAME):
+        if name in system:
+            return name
+    raise ValueError("the request names no seer schema")
+
+
 def _parse_request(body: dict[str, Any]) -> _Parsed:
-    schema = body["response_format"]["json_schema"]["name"]
+    schema = _schema_of(body)
     messages = body["messages"]
     user_messages = [m["content"] for m in messages if m.get("role") == "user"]
     first_user = user_messages[0]
@@ -412,11 +545,16 @@ def parse_support_passages(user_content: str) -> list[tuple[str, str]]:
 
 
 def _completion_body(
-    request: dict[str, Any], content: str | None, refusal: str | None, finish_reason: str
+    request: dict[str, Any],
+    content: str | None,
+    refusal: str | None,
+    finish_reason: str,
+    completion_tokens: int | None = None,
 ) -> dict[str, Any]:
     prompt_characters = sum(len(str(m.get("content") or "")) for m in request.get("messages", []))
     prompt_tokens = max(1, prompt_characters // 4)
-    completion_tokens = max(1, len(content or refusal or "") // 4)
+    if completion_tokens is None:
+        completion_tokens = max(1, len(content or refusal or "") // 4)
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",

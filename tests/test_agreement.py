@@ -127,6 +127,7 @@ class ScriptedEvaluator:
     name = "scripted"
     model = "scripted-1"
     prompt_version = "1"
+    price = None
 
     def __init__(self, judgments: dict[str, dict | None]) -> None:
         self.judgments = judgments

@@ -17,7 +17,7 @@ from dagster import (
 
 from seer_metrics.evaluators.batch import REQUIREMENTS_PHASE, SUPPORT_PHASE, BatchRecord
 from seer_metrics.evaluators.llm import DEFAULT_MODEL
-from seer_metrics.evaluators.prompts import PROMPT_VERSION
+from seer_metrics.evaluators.llm.prompts import PROMPT_VERSION
 from seer_metrics.judgment_store import judgment_key
 from seer_pipelines.defs.assets.events import retrieval_events
 from seer_pipelines.defs.assets.judgments import event_judgments

@@ -406,12 +406,28 @@ def test_pacing_flags_set_the_llm_judge_over_the_environment(
     assert untouched.tokens_per_minute == 200_000.0
 
 
+def test_cap_and_timeout_flags_set_the_llm_judge_over_the_environment(
+    mixed_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """For a slow endpoint: a smaller cap and a longer timeout, from the command line."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("SEER_LLM_MAX_TOKENS", "900")
+    monkeypatch.setenv("SEER_LLM_TIMEOUT_SECONDS", "30")
+    base = ["evaluate", str(mixed_file), "--evaluator", "openai", "--no-cache"]
+    flagged = _evaluator_for([*base, "--max-tokens", "400", "--timeout", "240"]).settings
+    assert (flagged.max_completion_tokens, flagged.timeout_seconds) == (400, 240.0)
+    from_env = _evaluator_for(base).settings
+    assert (from_env.max_completion_tokens, from_env.timeout_seconds) == (900, 30.0)
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
         (["--rpm", "fast"], "argument --rpm: must be a positive number or 'none'"),
         (["--tpm", "-5"], "argument --tpm: must be a positive number or 'none'"),
         (["--concurrency", "0"], "argument --concurrency: must be a whole number of at least 1"),
+        (["--max-tokens", "-1"], "argument --max-tokens: must be a whole number of at least 1"),
+        (["--timeout", "0"], "argument --timeout: must be a positive number of seconds"),
         (["--cache", "x.sqlite", "--no-cache"], "not allowed with argument --cache"),
     ],
 )
@@ -428,9 +444,7 @@ def test_pacing_flags_with_the_offline_evaluator_are_refused(
     mixed_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["evaluate", str(mixed_file), "--rpm", "60", "--concurrency", "2"]) == 2
-    assert "--rpm, --concurrency: pacing applies to --evaluator openai only" in (
-        capsys.readouterr().err
-    )
+    assert "--rpm, --concurrency: applies to --evaluator openai only" in (capsys.readouterr().err)
 
 
 QUERY = "Who directed Inception and when was Christopher Nolan born?"

@@ -10,7 +10,7 @@ import urllib.request
 import openai
 import pytest
 
-from seer_metrics.evaluators import prompts
+from seer_metrics.evaluators.llm import prompts
 from seer_testing.fake_judge import (
     REQUIREMENTS_SCHEMA_NAME,
     SUPPORT_SCHEMA_NAME,

@@ -93,6 +93,7 @@ class _CountingEvaluator:
     name = "counting"
     model = "counting-model"
     prompt_version = "v1"
+    price = None
 
     def __init__(self, fail_ids: Sequence[str] = ()) -> None:
         self.seen: list[str] = []

@@ -17,16 +17,13 @@ import pytest
 from judge_examples import CONTEXT, GOLD, OTHER_QUERY, QUERY
 
 from seer_metrics import RetrievalEvent, score_event
-from seer_metrics.evaluators import build_evaluator, prompts
-from seer_metrics.evaluators.answers import RequirementsAnswer, SupportAnswer
+from seer_metrics.evaluators import build_evaluator
 from seer_metrics.evaluators.base import Evaluator
 from seer_metrics.evaluators.caching import DEFAULT_FLUSH_EVENTS, CachingEvaluator
-from seer_metrics.evaluators.llm import (
-    LLMEvaluator,
-    LLMSettings,
-    RateLimiter,
-    retry_after_seconds,
-)
+from seer_metrics.evaluators.llm import LLMEvaluator, LLMSettings, prompts
+from seer_metrics.evaluators.llm.answers import RequirementsAnswer, SupportAnswer
+from seer_metrics.evaluators.llm.pacing import RateLimiter
+from seer_metrics.evaluators.llm.retries import retry_after_seconds
 from seer_metrics.judgment_store import JudgmentStore, judgment_key, requirements_key
 from seer_pipelines.cli import evaluate as evaluate_command
 from seer_testing.fake_judge import (
@@ -451,6 +448,18 @@ def test_token_usage_and_cost_are_recorded_per_call(server: FakeJudgeServer) -> 
     assert outcome.usage.cost_usd == pytest.approx(expected)
     (free,) = _run(_evaluator(server, model="local-llama", prices={}), [_event("e2")])
     assert free.usage.total_tokens > 0 and free.usage.cost_usd == 0.0
+
+
+def test_the_judge_says_its_price_and_a_caching_wrapper_says_the_same(server, tmp_path) -> None:
+    from seer_metrics.evaluators.lexical import LexicalEvaluator
+
+    judge = _evaluator(server, model="judge-x-2026-01", prices={"judge-x": (1.0, 2.0)})
+    assert judge.price == (1.0, 2.0)  # the longest listed prefix of a dated snapshot
+    cached = CachingEvaluator(judge, JudgmentStore(tmp_path / "cache.sqlite"))
+    assert cached.price == (1.0, 2.0)
+    assert _evaluator(server, model="local-llama", prices={}).price is None
+    assert LexicalEvaluator().price is None
+    assert isinstance(cached, Evaluator)
 
 
 def test_settings_are_validated_with_the_setting_named(monkeypatch) -> None:

@@ -62,6 +62,7 @@ class CountingEvaluator:
     """
 
     name = "lexical"
+    price = None
     calls: ClassVar[list[str]] = []
 
     def __init__(self, fail_after_batches: int | None = None) -> None:

@@ -448,6 +448,22 @@ def test_openai_evaluator_gets_its_settings_and_never_shows_the_key(monkeypatch)
     assert "sk-test-secret" not in repr(evaluator.settings)
 
 
+def test_the_slow_endpoint_settings_reach_the_judge_from_config_or_environment(
+    monkeypatch,
+) -> None:
+    monkeypatch.setenv("SEER_LLM_MAX_TOKENS", "700")
+    monkeypatch.setenv("SEER_LLM_TIMEOUT_SECONDS", "240")
+    monkeypatch.setenv("SEER_LLM_MAX_REQUIREMENTS", "12")
+    from_env = EvaluatorResource(kind="openai", api_key="k").build().settings
+    assert (from_env.max_completion_tokens, from_env.timeout_seconds) == (700, 240.0)
+    assert from_env.max_requirements == 12
+    configured = EvaluatorResource(
+        kind="openai", api_key="k", max_completion_tokens=300, max_requirements=8
+    ).build()
+    assert configured.settings.max_completion_tokens == 300
+    assert configured.settings.max_requirements == 8
+
+
 @pytest.mark.postgres
 def test_two_runs_of_the_same_day_on_postgres(postgres_url, postgres_schema) -> None:
     warehouse = WarehouseResource(url=postgres_url, db_schema=postgres_schema)

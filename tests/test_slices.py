@@ -337,9 +337,8 @@ def test_pair_bounds_are_validated() -> None:
 
 def test_pair_slices_exist_down_to_the_rules_minimum_sample(tmp_path, monkeypatch) -> None:
     """A smaller pair could never get a verdict; one as large as the minimum can."""
-    from seer_pipelines.assets.metrics import SliceMetricsConfig
-
     from seer_metrics.rules import DEFAULT_MINIMUM_SAMPLE
+    from seer_pipelines.defs.assets.metrics import SliceMetricsConfig
 
     assert PairSliceBounds().minimum_events == DEFAULT_MINIMUM_SAMPLE
     monkeypatch.delenv("SEER_RULES_FILE", raising=False)

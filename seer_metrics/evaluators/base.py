@@ -48,6 +48,10 @@ class EvaluationOutcome:
     unsent_requests: int = 0
 
 
+# USD per one million (input, output) tokens of an evaluator's model.
+Price = tuple[float, float]
+
+
 # Told about each outcome as it completes: (index of the event in the batch, outcome).
 OutcomeCallback = Callable[[int, EvaluationOutcome], None]
 
@@ -58,11 +62,16 @@ class Evaluator(Protocol):
 
     An evaluator whose `evaluate` also takes `on_outcome: OutcomeCallback` calls it as
     each event completes, so `CachingEvaluator` can commit judgments before the batch ends.
+
+    `price` is what its model costs per one million (input, output) tokens, None when it
+    has no listed price (an offline judge, or a model missing from the price list): budgets
+    and estimates read it there, whatever wraps the evaluator.
     """
 
     name: str
     model: str
     prompt_version: str
+    price: Price | None
 
     async def evaluate(self, events: Sequence[RetrievalEvent]) -> list[EvaluationOutcome]:
         """One outcome per event, in the input order."""

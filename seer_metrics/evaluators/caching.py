@@ -111,6 +111,7 @@ class CachingEvaluator:
         self.name = inner.name
         self.model = inner.model
         self.prompt_version = inner.prompt_version
+        self.price = inner.price
         self.endpoint: str | None = getattr(inner, "endpoint", None)
         self.flush_events = flush_events
         self.flush_seconds = flush_seconds

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from seer_metrics.evaluators.prompts import (
+from seer_metrics.evaluators.llm.prompts import (
     REQUIREMENTS_SCHEMA,
     REQUIREMENTS_SCHEMA_NAME,
     SUPPORT_SCHEMA,

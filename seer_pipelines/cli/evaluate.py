@@ -90,12 +90,25 @@ def _concurrency(text: str) -> int:
     return value
 
 
-# Pacing flag -> the LLM setting it sets (over SEER_LLM_REQUESTS_PER_MINUTE,
-# SEER_LLM_TOKENS_PER_MINUTE and SEER_LLM_MAX_CONCURRENCY).
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+# Flag -> the LLM setting it sets (over SEER_LLM_REQUESTS_PER_MINUTE,
+# SEER_LLM_TOKENS_PER_MINUTE, SEER_LLM_MAX_CONCURRENCY, SEER_LLM_MAX_TOKENS and
+# SEER_LLM_TIMEOUT_SECONDS).
 PACING_FLAGS = {
     "--rpm": "requests_per_minute",
     "--tpm": "tokens_per_minute",
     "--concurrency": "max_concurrency",
+    "--max-tokens": "max_completion_tokens",
+    "--timeout": "timeout_seconds",
 }
 
 
@@ -127,7 +140,9 @@ def add_evaluator_arguments(parser: argparse.ArgumentParser) -> None:
         const=None,
         help="judge every event again and store nothing",
     )
-    pacing = parser.add_argument_group("pacing of the openai evaluator (default: environment)")
+    pacing = parser.add_argument_group(
+        "pacing, cap and timeout of the openai evaluator (default: environment)"
+    )
     pacing.add_argument(
         "--rpm",
         type=_per_minute,
@@ -151,17 +166,37 @@ def add_evaluator_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="requests in flight at once (env SEER_LLM_MAX_CONCURRENCY, default 16)",
     )
+    pacing.add_argument(
+        "--max-tokens",
+        type=_concurrency,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="completion cap of one reply; on a slow endpoint it must fit the timeout "
+        "(env SEER_LLM_MAX_TOKENS, default 1500)",
+    )
+    pacing.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=argparse.SUPPRESS,
+        metavar="S",
+        help="seconds one call may take, its whole reply included "
+        "(env SEER_LLM_TIMEOUT_SECONDS, default 60)",
+    )
 
 
 def _pacing_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The LLM settings given as flags; they win over the environment."""
-    given = {flag: name for flag, name in PACING_FLAGS.items() if hasattr(args, flag[2:])}
+    given = {flag: name for flag, name in PACING_FLAGS.items() if hasattr(args, _dest(flag))}
     if given and args.evaluator.strip().lower() != "openai":
         raise UsageError(
-            f"{', '.join(given)}: pacing applies to --evaluator openai only "
+            f"{', '.join(given)}: applies to --evaluator openai only "
             f"(this run uses --evaluator {args.evaluator})"
         )
-    return {name: getattr(args, flag[2:]) for flag, name in given.items()}
+    return {name: getattr(args, _dest(flag)) for flag, name in given.items()}
+
+
+def _dest(flag: str) -> str:
+    return flag[2:].replace("-", "_")
 
 
 def build_command_evaluator(args: argparse.Namespace) -> Evaluator:

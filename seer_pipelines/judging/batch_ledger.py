@@ -34,7 +34,7 @@ from seer_metrics.spend.budget import Budget
 from seer_metrics.spend.cost_estimate import BATCH_PRICE_FACTOR
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.judging.day_plan import BudgetGate, JudgingLimits, day_valid_events, model_price
+from seer_pipelines.judging.day_plan import BudgetGate, JudgingLimits, day_valid_events
 from seer_pipelines.warehouse.schema import batches_table
 
 
@@ -206,7 +206,7 @@ def advance_day(
     over: list[RetrievalEvent] = []
     if budget.enabled:
         gate = batch_budget_gate(
-            budget, judge.store, judge.model, judge.prompt_version, model_price(judge), as_of
+            budget, judge.store, judge.model, judge.prompt_version, judge.price, as_of
         )
         submit, over = gate.split(chosen)
     progress = advance(

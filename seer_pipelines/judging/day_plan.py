@@ -252,14 +252,6 @@ class BudgetGate:
         }
 
 
-def model_price(evaluator: Any) -> tuple[float, float] | None:
-    """The judge's price per 1M input and output tokens, when it has a price table."""
-    inner = getattr(evaluator, "inner", evaluator)
-    settings = getattr(inner, "settings", None)
-    price_for = getattr(settings, "price_for", None)
-    return price_for(inner.model) if price_for is not None else None
-
-
 @dataclass(frozen=True)
 class DayLimits:
     """What the second pass applies: the day's sample (None: all) and the budget gate."""

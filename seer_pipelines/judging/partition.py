@@ -41,7 +41,6 @@ from seer_pipelines.judging.day_plan import (
     JudgingLimits,
     day_valid_events,
     limited_events,
-    model_price,
     plan_day,
     sampled_events,
 )
@@ -278,7 +277,7 @@ def judge_day(
     day = partition_day(context.partition_key)
     limits = JudgingLimits.of(evaluator)
     judge = caching_evaluator(warehouse, evaluator)
-    price = model_price(judge)
+    price = judge.price
     # First pass: the day's sample and what judging it will cost, before any call.
     day_plan = plan_day(warehouse, day, limits, judge.model if limits.paid else None, price)
     planned = day_plan.metadata()

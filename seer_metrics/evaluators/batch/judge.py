@@ -11,8 +11,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from seer_metrics.evaluators import prompts
-from seer_metrics.evaluators.answers import RequirementsAnswer, SupportAnswer
 from seer_metrics.evaluators.base import TokenUsage
 from seer_metrics.evaluators.batch.lines import (
     KEY_CHUNK,
@@ -39,15 +37,19 @@ from seer_metrics.evaluators.batch.records import (
     record_of,
     updated_record,
 )
-from seer_metrics.evaluators.llm import LLMSettings, build_judgment
-from seer_metrics.evaluators.replies import (
+from seer_metrics.evaluators.llm import prompts
+from seer_metrics.evaluators.llm.answers import RequirementsAnswer, SupportAnswer
+from seer_metrics.evaluators.llm.citations import build_judgment
+from seer_metrics.evaluators.llm.replies import (
     API_ERROR,
     ReplyError,
-    check_requirements,
     read_reply,
     reason_code,
+    requirements_check,
     requirements_from_answer,
 )
+from seer_metrics.evaluators.llm.settings import LLMSettings
+from seer_metrics.evaluators.llm.structured_output import JSON_SCHEMA
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Requirement
 from seer_metrics.judgment_store import (
@@ -87,6 +89,8 @@ class BatchJudge:
         self.store = store
         self.model = settings.model
         self.prompt_version = prompts.PROMPT_VERSION
+        # The on-demand price of its model; a batch costs BATCH_PRICE_FACTOR of it.
+        self.price = settings.price_for(settings.model)
         self.max_requests_per_batch = max_requests_per_batch
         self.max_file_bytes = max_file_bytes
         import openai
@@ -255,13 +259,15 @@ class BatchJudge:
             key = requirements_key(event.task, self.model, self.prompt_version)
             queries.setdefault(custom_id(REQUIREMENTS_PHASE, key), event.task)
         records: list[RequirementsRecord] = []
+        # An empty or overlong list is a failed line, not stored (no judgment, no score).
+        check = requirements_check(self.settings.max_requirements)
         for line_id, completion in completions.items():
             query = queries.get(line_id)
             if query is None:
                 failures[line_id] = f"{API_ERROR}: no event of the day asks this query"
                 continue
             try:
-                answer = read_reply(completion, RequirementsAnswer, check_requirements)
+                answer = read_reply(completion, RequirementsAnswer, check)
             except ReplyError as error:
                 failures[line_id] = error.reason
                 continue
@@ -306,7 +312,8 @@ class BatchJudge:
             except ReplyError as error:
                 failures[line_id] = error.reason
                 continue
-            judgment = build_judgment(event, requirements, answer)
+            # Batch lines are the on-demand requests in strict `json_schema` mode.
+            judgment = replace(build_judgment(event, requirements, answer), output_mode=JSON_SCHEMA)
             records.append(
                 JudgmentRecord(key, event.event_id, self.model, self.prompt_version, judgment)
             )

@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from seer_metrics.evaluators import prompts
 from seer_metrics.evaluators.batch.records import ENDPOINT, PHASES, REQUIREMENTS_PHASE
-from seer_metrics.evaluators.llm import LLMSettings
-from seer_metrics.evaluators.replies import (
+from seer_metrics.evaluators.llm import prompts
+from seer_metrics.evaluators.llm.replies import (
     API_ERROR,
     BATCH_CANCELLED,
     BATCH_EXPIRED,
@@ -28,6 +27,7 @@ from seer_metrics.evaluators.replies import (
     chat_request,
     shorten,
 )
+from seer_metrics.evaluators.llm.settings import LLMSettings
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Requirement
 from seer_metrics.judgment_store import JudgmentStore, judgment_key, requirements_key

@@ -46,9 +46,21 @@ class EvaluatorResource(ConfigurableResource):
     tokens_per_minute: int | None = Field(
         default=None, description="Client-side token budget per minute."
     )
-    timeout_seconds: float | None = Field(default=None, description="Per-request timeout.")
+    timeout_seconds: float | None = Field(
+        default=None, description="Timeout of one call, its whole reply included."
+    )
     max_retries: int | None = Field(
-        default=None, description="Retries on transport errors and 429s."
+        default=None, description="Retries on transport errors, timeouts, 429s and 5xx outages."
+    )
+    max_completion_tokens: int | None = Field(
+        default=None,
+        description="Completion cap of one reply (a slow endpoint needs it within the "
+        "timeout); default $SEER_LLM_MAX_TOKENS, else 1500.",
+    )
+    max_requirements: int | None = Field(
+        default=None,
+        description="More requirements than this for a query (or none) is a failed "
+        "judgment; default $SEER_LLM_MAX_REQUIREMENTS, else 20.",
     )
     mode: str | None = Field(
         default=None,
@@ -156,6 +168,8 @@ class EvaluatorResource(ConfigurableResource):
             "tokens_per_minute": self.tokens_per_minute,
             "timeout_seconds": self.timeout_seconds,
             "max_retries": self.max_retries,
+            "max_completion_tokens": self.max_completion_tokens,
+            "max_requirements": self.max_requirements,
             "prices": prices,
         }
         return build_evaluator(

@@ -9,13 +9,19 @@ batch line) is the caller's choice.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from seer_metrics.evaluators import prompts
-from seer_metrics.evaluators.answers import RequirementsAnswer
+from seer_metrics.evaluators.llm import prompts
+from seer_metrics.evaluators.llm.answers import RequirementsAnswer
+from seer_metrics.evaluators.llm.structured_output import (
+    JSON_OBJECT,
+    JSON_SCHEMA,
+    MAX_COMPLETION_TOKENS,
+)
 from seer_metrics.judgment import Requirement
 
 # Failure reason codes (the part before ":" in `EvaluationOutcome.reason`).
@@ -26,7 +32,13 @@ RATE_LIMITED = "rate_limited"
 REFUSED = "refused"
 TRUNCATED = "truncated"
 API_ERROR = "api_error"
+# The endpoint refused the request itself (400/401/403/404/422, a validation error): not
+# retried, since sending it again cannot succeed.
+REQUEST_REJECTED = "request_rejected"
 INTERNAL_ERROR = "internal_error"
+# No judgment, no score: a requirement list that is empty, or longer than the bound.
+NO_REQUIREMENTS = "no_requirements"
+TOO_MANY_REQUIREMENTS = "too_many_requirements"
 # A Batch API line that never ran: its batch expired, was cancelled, or failed validation.
 BATCH_EXPIRED = "batch_expired"
 BATCH_CANCELLED = "batch_cancelled"
@@ -58,15 +70,23 @@ def chat_request(
     schema_name: str,
     schema: dict[str, Any],
     max_completion_tokens: int,
+    *,
+    mode: str = JSON_SCHEMA,
+    cap_field: str = MAX_COMPLETION_TOKENS,
 ) -> dict[str, Any]:
-    """The body of one judge request: strict structured output, the given completion cap."""
-    return {
-        "model": model,
-        "messages": messages,
-        "temperature": temperature,
-        "max_completion_tokens": max_completion_tokens,
-        "response_format": prompts.response_format(schema_name, schema),
-    }
+    """The body of one judge request in an output mode (`structured_output`), the
+    completion cap under `cap_field`. The default is strict `json_schema`, as OpenAI and
+    its Batch API take it."""
+    body: dict[str, Any] = {"model": model, "temperature": temperature}
+    if mode == JSON_SCHEMA:
+        body["messages"] = messages
+        body["response_format"] = prompts.response_format(schema_name, schema)
+    else:
+        body["messages"] = prompts.with_schema_instructions(messages, schema_name, schema)
+        if mode == JSON_OBJECT:
+            body["response_format"] = prompts.json_object_format(schema)
+    body[cap_field] = max_completion_tokens
+    return body
 
 
 def read_reply(
@@ -92,7 +112,7 @@ def read_reply(
         raise ReplyError(TRUNCATED, "the reply hit max_completion_tokens")
     content = message.content or ""
     try:
-        answer = answer_type.model_validate(json.loads(content))
+        answer = answer_type.model_validate(json.loads(unfenced(content)))
         if check is not None:
             check(answer)
     except json.JSONDecodeError as error:
@@ -106,11 +126,47 @@ def read_reply(
     return answer
 
 
+_FENCE = re.compile(r"\A\s*```[A-Za-z]*[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
+
+
+def unfenced(content: str) -> str:
+    """The JSON inside a markdown code fence (a model told the schema in words often
+    writes one), else the content as it is."""
+    match = _FENCE.match(content)
+    return match.group(1) if match else content
+
+
 def check_requirements(answer: RequirementsAnswer) -> None:
     """A phase-1 answer whose requirement texts are all non-empty."""
     for index, item in enumerate(answer.requirements, start=1):
         if not item.text.strip():
             raise ValueError(f"requirements[{index - 1}].text is empty")
+
+
+def requirements_check(maximum: int) -> Callable[[RequirementsAnswer], None]:
+    """`check_requirements`, and a list of 1 to `maximum` requirements: an empty or an
+    overlong list is no judgment (a `ReplyError` a repair turn is not asked to fix)."""
+
+    def check(answer: RequirementsAnswer) -> None:
+        problem = requirement_count_problem(len(answer.requirements), maximum)
+        if problem is not None:
+            raise problem
+        check_requirements(answer)
+
+    return check
+
+
+def requirement_count_problem(count: int, maximum: int) -> ReplyError | None:
+    """Why a list of `count` requirements cannot be judged, or None."""
+    if count == 0:
+        return ReplyError(NO_REQUIREMENTS, "the judge listed no requirement for the query")
+    if count > maximum:
+        return ReplyError(
+            TOO_MANY_REQUIREMENTS,
+            f"the judge listed {count} requirements, more than the bound of {maximum} "
+            "(max_requirements)",
+        )
+    return None
 
 
 def requirements_from_answer(answer: RequirementsAnswer) -> tuple[Requirement, ...]:

@@ -20,7 +20,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from seer_metrics.evaluators.answers import RequirementsAnswer, SupportAnswer, strict_json_schema
+from seer_metrics.evaluators.llm.answers import (
+    RequirementsAnswer,
+    SupportAnswer,
+    strict_json_schema,
+)
 
 PROMPT_VERSION = "seer-judge-v1"
 
@@ -67,6 +71,14 @@ REPAIR_PROMPT = """\
 Your previous reply could not be used: {error}
 Reply again with only a JSON object that matches the {schema_name} schema exactly."""
 
+# Added to the system prompt when the endpoint does not enforce the schema itself
+# (`json_object` and `instructions` modes, see `structured_output`).
+SCHEMA_INSTRUCTIONS = """
+
+Reply with one JSON object and nothing else (no prose, no markdown fence). It must match
+this JSON schema, {schema_name}:
+{schema}"""
+
 
 def escape_untrusted(text: str, *, attribute: bool = False) -> str:
     """Escape `&`, `<`, `>` so untrusted text cannot open or close a delimiter.
@@ -87,6 +99,26 @@ def response_format(schema_name: str, schema: dict[str, Any]) -> dict[str, Any]:
         "type": "json_schema",
         "json_schema": {"name": schema_name, "strict": True, "schema": schema},
     }
+
+
+def json_object_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """`json_object` with the schema in its `schema` field (llama-cpp-python enforces it)."""
+    return {"type": "json_object", "schema": schema}
+
+
+def with_schema_instructions(
+    messages: Sequence[dict[str, str]], schema_name: str, schema: dict[str, Any]
+) -> list[dict[str, str]]:
+    """The messages with the schema written into the (first) system prompt."""
+    instructions = SCHEMA_INSTRUCTIONS.format(
+        schema_name=schema_name, schema=json.dumps(schema, ensure_ascii=False)
+    )
+    result = [dict(message) for message in messages]
+    for message in result:
+        if message.get("role") == "system":
+            message["content"] = (message.get("content") or "") + instructions
+            return result
+    return [{"role": "system", "content": instructions.lstrip()}, *result]
 
 
 def requirements_messages(query: str) -> list[dict[str, str]]:
