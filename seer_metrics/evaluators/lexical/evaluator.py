@@ -154,6 +154,7 @@ class LexicalEvaluator:
     """
 
     name = "lexical"
+    price = None  # no model is called
 
     def __init__(
         self,
