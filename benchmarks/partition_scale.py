@@ -123,10 +123,15 @@ def run_step(
     import dagster
 
     from seer_pipelines.alerts import SlackAlertResource
-    from seer_pipelines.assets.judgments import event_judgments
-    from seer_pipelines.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
     from seer_pipelines.definitions import ASSET_CHECKS
-    from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+    from seer_pipelines.defs.assets.judgments import event_judgments
+    from seer_pipelines.defs.assets.metrics import (
+        event_metrics,
+        passage_judgments,
+        slice_metrics_asset,
+    )
+    from seer_pipelines.defs.resources.evaluator import EvaluatorResource
+    from seer_pipelines.defs.resources.warehouse import WarehouseResource
 
     assets = {
         "event_judgments": [event_judgments],
@@ -180,8 +185,8 @@ def seed(url: str, events: int) -> int:
     """One day of the synthetic events: thousands of distinct queries and contexts, so the
     first run really judges (the realistic stream of `seer seed` repeats its 200 questions
     and would be mostly cache hits)."""
+    from seer_pipelines.defs.resources.warehouse import WarehouseResource
     from seer_pipelines.demo_data.synthetic import generate_events, write_events
-    from seer_pipelines.resources import WarehouseResource
 
     warehouse = WarehouseResource(url=url)
     try:

@@ -32,8 +32,9 @@ from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment_store import JudgmentStore
 from seer_metrics.spend.budget import Budget
 from seer_metrics.spend.cost_estimate import BATCH_PRICE_FACTOR
+from seer_pipelines.defs.resources.evaluator import EvaluatorResource
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.judging_limits import BudgetGate, JudgingLimits, day_valid_events, model_price
-from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.schema import batches_table
 
 

@@ -6,31 +6,30 @@ from collections.abc import Mapping, Sequence
 
 from dagster import (
     AssetsDefinition,
-    AssetSelection,
     AssetSpec,
     DagsterInvalidDefinitionError,
     Definitions,
-    build_schedule_from_partitioned_job,
-    define_asset_job,
     map_asset_specs,
 )
 
-from seer_pipelines.accounting import rows_accounted_for
 from seer_pipelines.alerts import SlackAlertResource
-from seer_pipelines.assets.events import retrieval_events
-from seer_pipelines.assets.judgments import event_judgments
-from seer_pipelines.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
-from seer_pipelines.batch_sensor import seer_batch_sensor
-from seer_pipelines.budget_check import budget
-from seer_pipelines.checks import build_slice_checks
-from seer_pipelines.instance import EVALUATOR_TAG
-from seer_pipelines.resources import EvaluatorResource, WarehouseResource
-from seer_pipelines.sensors import FRESHNESS_CHECKS
-from seer_pipelines.sensors import SENSORS as ALERT_SENSORS
-from seer_pipelines.settings import load_settings, number_setting, secret, setting
-
-# Hour (UTC) at which yesterday's partition is processed: late enough for late events.
-SCHEDULE_HOUR_UTC = load_settings().schedule_hour_utc
+from seer_pipelines.defs.assets.events import retrieval_events
+from seer_pipelines.defs.assets.judgments import event_judgments
+from seer_pipelines.defs.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
+from seer_pipelines.defs.checks.accounting import rows_accounted_for
+from seer_pipelines.defs.checks.budget import budget
+from seer_pipelines.defs.checks.freshness import FRESHNESS_CHECKS
+from seer_pipelines.defs.checks.slice_rules import build_slice_checks
+from seer_pipelines.defs.jobs import seer_daily_job, seer_daily_schedule
+from seer_pipelines.defs.resources.evaluator import EvaluatorResource
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
+from seer_pipelines.defs.sensors.alerts import seer_pending_alerts_sensor, seer_run_failure_sensor
+from seer_pipelines.defs.sensors.batches import seer_batch_sensor
+from seer_pipelines.defs.sensors.freshness import (
+    seer_freshness_checks_sensor,
+    seer_freshness_sensor,
+)
+from seer_pipelines.settings import number_setting, secret, setting
 
 OWNERS_ENV = "SEER_ASSET_OWNERS"
 TAGS_ENV = "SEER_ASSET_TAGS"
@@ -79,10 +78,6 @@ ASSETS = with_owners_and_tags(
 )
 
 
-def evaluator_kind() -> str:
-    return EvaluatorResource().resolved_kind()
-
-
 def judging_limits() -> dict[str, object]:
     """Sampling and budget of the judging step: $SEER_SAMPLE_SIZE (unset: every event),
     $SEER_SAMPLE_MIN_PER_SLICE (30), $SEER_BUDGET_USD and $SEER_BUDGET_TOKENS (unset: no
@@ -111,30 +106,16 @@ def build_resources() -> dict[str, object]:
     }
 
 
-# Every run of this job is tagged with the evaluator kind, so the run queue's tag
-# concurrency limit (dagster.yaml) keeps backfills with a paid judge under its rate limit.
-seer_daily_job = define_asset_job(
-    name="seer_daily_job",
-    # The source is observed first: the day's row count is recorded before any judging.
-    # The freshness check is about the newest day, not the run's: its own sensors run it.
-    selection=AssetSelection.assets(
-        retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics_asset
-    )
-    - AssetSelection.checks(*FRESHNESS_CHECKS),
-    tags={EVALUATOR_TAG: evaluator_kind()},
-    description="One day: observe the source, judge the events, score them, aggregate per "
-    "slice, run the checks.",
-)
-
-# Yesterday's partition (the last complete UTC day), every day at SCHEDULE_HOUR_UTC.
-seer_daily_schedule = build_schedule_from_partitioned_job(
-    seer_daily_job, name="seer_daily_schedule", hour_of_day=SCHEDULE_HOUR_UTC
-)
-
 # Asset checks, sensors and the Slack resource of the alerting side are added here.
 # One check per rule of seer_rules.yaml ($SEER_RULES_FILE); see docs/alerts.md.
 ASSET_CHECKS: list = [build_slice_checks(), rows_accounted_for, budget, *FRESHNESS_CHECKS]
-SENSORS: list = [*ALERT_SENSORS, seer_batch_sensor]
+SENSORS: list = [
+    seer_pending_alerts_sensor,
+    seer_run_failure_sensor,
+    seer_freshness_sensor,
+    seer_freshness_checks_sensor,
+    seer_batch_sensor,
+]
 
 defs = Definitions(
     assets=ASSETS,

@@ -29,7 +29,8 @@ from seer_metrics.spend.cost_estimate import (
     CostEstimator,
 )
 from seer_metrics.spend.sampling import SamplePlan, SamplePlanner, SamplingSettings
-from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_pipelines.defs.resources.evaluator import EvaluatorResource
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.day import day_bounds
 
 

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from seer_pipelines.defs.resources.evaluator import EvaluatorResource
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.demo_data.synthetic import generate_events, write_events
-from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_testing.fake_batches import BatchBehaviour, FakeBatchServer
 from seer_testing.fake_judge import FakeJudgeServer
 

@@ -9,11 +9,16 @@ import pytest
 import sqlalchemy as sa
 from dagster import AssetCheckSeverity, DagsterInstance, materialize
 
-from seer_pipelines.accounting import account_for_day, judging_figures, rows_accounted_for
-from seer_pipelines.assets.events import retrieval_events
-from seer_pipelines.assets.judgments import event_judgments
-from seer_pipelines.assets.metrics import event_metrics
-from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_pipelines.defs.assets.events import retrieval_events
+from seer_pipelines.defs.assets.judgments import event_judgments
+from seer_pipelines.defs.assets.metrics import event_metrics
+from seer_pipelines.defs.checks.accounting import (
+    account_for_day,
+    judging_figures,
+    rows_accounted_for,
+)
+from seer_pipelines.defs.resources.evaluator import EvaluatorResource
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE
 
 DAY = date(2026, 11, 29)

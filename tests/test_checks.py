@@ -14,9 +14,9 @@ from dagster import AssetCheckSeverity, AssetExecutionContext, DagsterInstance, 
 
 from seer_metrics.rules import DEFAULT_RULES, parse_rules_config
 from seer_pipelines.alerts import CARRIED, SENT, AlertOutbox, SlackAlertResource
-from seer_pipelines.checks import build_slice_checks
-from seer_pipelines.partitions import daily_partitions, partition_day
-from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.defs.checks.slice_rules import build_slice_checks
+from seer_pipelines.defs.partitions import daily_partitions, partition_day
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.schema import SLICE_METRICS_TABLE
 from seer_testing.fake_slack import FakeSlack
 from seer_testing.slice_rows import healthy_slice_row

@@ -157,7 +157,7 @@ def test_production_dagster_yaml_is_a_valid_postgres_instance(tmp_path, monkeypa
 @pytest.mark.parametrize("kind", ["lexical", "openai"])
 def test_job_is_tagged_with_the_configured_evaluator(kind) -> None:
     """The tag the run queue limits is read from SEER_EVALUATOR when the location loads."""
-    code = "from seer_pipelines.definitions import seer_daily_job; print(seer_daily_job.tags)"
+    code = "from seer_pipelines.defs.jobs import seer_daily_job; print(seer_daily_job.tags)"
     env = {**os.environ, "SEER_EVALUATOR": kind}
     completed = run_python(code, env)
     assert completed.returncode == 0, completed.stderr

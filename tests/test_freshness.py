@@ -20,15 +20,11 @@ from dagster import (
 from dagster._core.test_utils import freeze_time
 
 from seer_pipelines.alerts import KIND_FRESHNESS, RESOLVED, AlertOutbox, SlackAlertResource
-from seer_pipelines.checks import dispatcher_for
-from seer_pipelines.partitions import daily_partitions
-from seer_pipelines.resources import WarehouseResource
-from seer_pipelines.sensors import (
-    FRESHNESS_CHECK_KEY,
-    build_freshness_checks,
-    checked_partition,
-    deliver_freshness,
-)
+from seer_pipelines.defs.checks.freshness import FRESHNESS_CHECK_KEY, build_freshness_checks
+from seer_pipelines.defs.checks.slice_rules import dispatcher_for
+from seer_pipelines.defs.partitions import daily_partitions
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
+from seer_pipelines.defs.sensors.freshness import checked_partition, deliver_freshness
 from seer_testing.fake_slack import FakeSlack
 
 DAY = date(2026, 11, 29)

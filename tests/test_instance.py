@@ -13,13 +13,14 @@ from dagster import DagsterInstance, materialize
 
 from seer_pipelines.cli import main as seer
 from seer_pipelines.definitions import ASSETS
+from seer_pipelines.defs.resources.evaluator import EvaluatorResource
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.instance import (
     LOCAL_INSTANCE_HEADER,
     default_max_concurrent_runs,
     local_instance_yaml,
     write_local_instance,
 )
-from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 
 ROOT = Path(__file__).resolve().parents[1]
 DAY = date(2026, 11, 29)

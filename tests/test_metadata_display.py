@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from dagster import DagsterEventType, DagsterInstance, FloatMetadataValue, JsonMetadataValue
 
-from seer_pipelines.metadata_display import display_metadata, rounded, rounded_json
-from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.defs.assets.metadata_display import display_metadata, rounded, rounded_json
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.schema import SLICE_METRICS_TABLE
 
 

@@ -25,8 +25,8 @@ from test_pipelines import (
     text_events_table,
 )
 
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.demo_data.synthetic import write_events
-from seer_pipelines.resources import WarehouseResource
 from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,
     JUDGMENTS_TABLE,

@@ -12,8 +12,9 @@ import sqlalchemy as sa
 from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import parse_timestamp
 from seer_metrics.text.redaction import redact_url
+from seer_pipelines.defs.resources.evaluator import EvaluatorResource
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.demo_data.synthetic import generate_events, write_events
-from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.warehouse.day import epoch_text_value
 from seer_pipelines.warehouse.engine import (
     WarehouseConfigError,
@@ -459,9 +460,11 @@ def test_two_runs_of_the_same_day_on_postgres(postgres_url, postgres_schema) -> 
 
 def test_one_redact_url_for_the_whole_project() -> None:
     import seer_metrics.text.redaction
-    import seer_pipelines.resources
+    import seer_pipelines.defs.resources.warehouse
 
-    assert seer_pipelines.resources.redact_url is seer_metrics.text.redaction.redact_url
+    assert (
+        seer_pipelines.defs.resources.warehouse.redact_url is seer_metrics.text.redaction.redact_url
+    )
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from test_pipelines import (
 )
 
 from seer_metrics.events import InvalidEventError, RetrievalEvent
-from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
 
 pytestmark = pytest.mark.postgres

@@ -25,13 +25,13 @@ from seer_pipelines.alerts import (
     AlertOutbox,
     SlackAlertResource,
 )
-from seer_pipelines.checks import dispatcher_for
-from seer_pipelines.partitions import daily_partitions
-from seer_pipelines.resources import WarehouseResource
-from seer_pipelines.sensors import (
+from seer_pipelines.defs.checks.freshness import freshness_deadline
+from seer_pipelines.defs.checks.slice_rules import dispatcher_for
+from seer_pipelines.defs.partitions import daily_partitions
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
+from seer_pipelines.defs.sensors.alerts import (
     BACKFILL_QUIET_PERIOD,
     backfill_hold,
-    freshness_deadline,
     seer_pending_alerts_sensor,
     seer_run_failure_sensor,
 )
@@ -202,7 +202,7 @@ def test_freshness_deadline_parsing(monkeypatch) -> None:
 
 
 def test_sensors_load_in_definitions() -> None:
-    from seer_pipelines.sensors import SENSORS
+    from seer_pipelines.definitions import SENSORS
 
     names = {s.name for s in SENSORS}
     assert names == {
@@ -210,4 +210,5 @@ def test_sensors_load_in_definitions() -> None:
         "seer_run_failure_sensor",
         "seer_freshness_sensor",
         "seer_freshness_checks_sensor",
+        "seer_batch_sensor",
     }

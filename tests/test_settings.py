@@ -90,7 +90,7 @@ def test_every_variable_the_product_asks_for_is_declared() -> None:
 
 
 def test_the_checks_follow_the_rules_file_named_by_seer_rules_file(tmp_path, monkeypatch) -> None:
-    from seer_pipelines.checks import build_slice_checks
+    from seer_pipelines.defs.checks.slice_rules import build_slice_checks
 
     path = tmp_path / "rules.yaml"
     path.write_text(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from dagster import AssetKey, TableSchema
 
-from seer_pipelines.assets.table_schemas import table_schema
 from seer_pipelines.definitions import defs
+from seer_pipelines.defs.assets.table_schemas import table_schema
 from seer_pipelines.warehouse import schema
 from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,

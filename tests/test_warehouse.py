@@ -15,7 +15,7 @@ from sqlalchemy.dialects.postgresql import psycopg2
 
 from seer_metrics.judgment_store import JudgmentStore
 from seer_pipelines.cli import main
-from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.day import canonical_event_id, day_of
 from seer_pipelines.warehouse.engine import create_warehouse_engine, location_url
 from seer_pipelines.warehouse.schema import (

@@ -22,10 +22,11 @@ from typing import Any
 import pandas as pd
 
 from seer_metrics.text.redaction import redact_url
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.demo_data.realistic import DEFAULT_EVENTS_PER_DAY, Release
 from seer_pipelines.instance import write_local_instance
-from seer_pipelines.resources import WarehouseConfigError, WarehouseResource, default_warehouse_url
 from seer_pipelines.settings import override, setting
+from seer_pipelines.warehouse.engine import WarehouseConfigError, default_warehouse_url
 
 DEFAULT_DAGSTER_HOME = ".dagster_home"
 # `make dev` reads this file so the UI starts its partitions at the demo's first day.
@@ -167,8 +168,8 @@ def run(args: argparse.Namespace) -> int:
     from dagster import DagsterInstance
 
     from seer_pipelines.commands.seed import seed_warehouse
+    from seer_pipelines.defs.partitions import daily_partitions
     from seer_pipelines.demo_data.synthetic import default_end_day
-    from seer_pipelines.partitions import daily_partitions
 
     end_day = default_end_day()
     days = [end_day - timedelta(days=offset) for offset in range(args.days - 1, -1, -1)]
@@ -223,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
     # The alerts the checks raised (posted to Slack when SLACK_BOT_TOKEN and
     # SEER_SLACK_CHANNEL are set, else shown here); see docs/alerts.md.
     from seer_pipelines.alerts import SlackAlertResource, alerts_report
-    from seer_pipelines.checks import dispatcher_for
+    from seer_pipelines.defs.checks.slice_rules import dispatcher_for
 
     print(alerts_report(dispatcher_for(warehouse, SlackAlertResource()), days))
     warehouse.dispose()

@@ -16,9 +16,10 @@ from typing import Any
 
 from tqdm import tqdm
 
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.demo_data.realistic import DEFAULT_EVENTS_PER_DAY, Release, generate_stream
 from seer_pipelines.demo_data.synthetic import default_end_day, write_events
-from seer_pipelines.resources import WarehouseConfigError, WarehouseResource
+from seer_pipelines.warehouse.engine import WarehouseConfigError
 
 # A logging pipeline writes a few broken rows; the pipeline reports them as invalid.
 INVALID_SHARE = 0.005

@@ -31,10 +31,14 @@ from seer_metrics.evaluators.caching import CachingEvaluator
 from seer_metrics.events import NOT_SAMPLED, SKIPPED_BUDGET, InvalidEventError, RetrievalEvent
 from seer_metrics.judgment_store import JudgmentStore
 from seer_metrics.rows import first_by_event_ts, invalid_row, judged_row
-from seer_pipelines.assets.events import GROUP_NAME, retrieval_events
-from seer_pipelines.assets.table_schemas import table_metadata
 from seer_pipelines.batch_judging import advance_day, batch_budget_gate, batch_metadata
 from seer_pipelines.budget_days import first_judged_at
+from seer_pipelines.defs.assets.events import GROUP_NAME, retrieval_events
+from seer_pipelines.defs.assets.metadata_display import display_metadata
+from seer_pipelines.defs.assets.table_schemas import table_metadata
+from seer_pipelines.defs.partitions import daily_partitions, partition_day
+from seer_pipelines.defs.resources.evaluator import EvaluatorResource
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.judging_limits import (
     BudgetGate,
     DayLimits,
@@ -45,10 +49,7 @@ from seer_pipelines.judging_limits import (
     plan_day,
     sampled_events,
 )
-from seer_pipelines.metadata_display import display_metadata
 from seer_pipelines.parent_watch import while_parent_lives
-from seer_pipelines.partitions import daily_partitions, partition_day
-from seer_pipelines.resources import EvaluatorResource, WarehouseResource
 from seer_pipelines.step_process import freeze_loaded_objects
 from seer_pipelines.warehouse.day import day_bounds
 from seer_pipelines.warehouse.schema import JUDGMENTS_TABLE

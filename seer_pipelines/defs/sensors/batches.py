@@ -23,7 +23,8 @@ from dagster import (
 )
 
 from seer_pipelines.batch_judging import batch_judge, ledger_for
-from seer_pipelines.resources import EvaluatorResource, WarehouseResource
+from seer_pipelines.defs.resources.evaluator import EvaluatorResource
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 
 # A batch takes minutes to hours: polling every five minutes costs nothing and adds little.
 BATCH_POLL_INTERVAL_SECONDS = 300

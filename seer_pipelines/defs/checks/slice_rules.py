@@ -40,9 +40,9 @@ from seer_pipelines.alerts import (
     SlackAlertResource,
     top_missing_requirements,
 )
-from seer_pipelines.metadata_display import display_metadata
-from seer_pipelines.partitions import daily_partitions, partition_day
-from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.defs.assets.metadata_display import display_metadata
+from seer_pipelines.defs.partitions import daily_partitions, partition_day
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.settings import setting
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
 

@@ -1,5 +1,5 @@
-"""Dagster resources: the warehouse (thin, over `seer_pipelines.warehouse`) and the evaluator
-(in `seer_pipelines.evaluator_resource`, re-exported here).
+"""The warehouse resource: thin, over `seer_pipelines.warehouse` (the evaluator's resource is
+`seer_pipelines.defs.resources.evaluator`).
 
 Every setting can come from Dagster config or, when left unset, from the environment
 (`SEER_WAREHOUSE_URL`, `SEER_EVENTS_TABLE`, `SEER_EVALUATOR`, ...), so the same code
@@ -20,7 +20,6 @@ from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
 from seer_metrics.text.redaction import redact_url
-from seer_pipelines.evaluator_resource import EvaluatorResource
 from seer_pipelines.settings import setting
 from seer_pipelines.warehouse.day import count_unplaced, read_day
 from seer_pipelines.warehouse.engine import (
@@ -31,10 +30,7 @@ from seer_pipelines.warehouse.engine import (
     validate_identifier,
 )
 from seer_pipelines.warehouse.schema import TABLE_KEYS, OutputTables, output_tables
-from seer_pipelines.warehouse.writer import PartitionWriter, add_missing_staging_columns, utc_now
-
-# WarehouseConfigError and utc_now are re-exported for callers not yet moved to warehouse/.
-__all__ = ["EvaluatorResource", "WarehouseConfigError", "WarehouseResource", "utc_now"]
+from seer_pipelines.warehouse.writer import PartitionWriter, add_missing_staging_columns
 
 DEFAULT_EVENTS_TABLE = "retrieval_events"
 

@@ -26,9 +26,9 @@ from dagster import (
 )
 
 from seer_metrics.events import InvalidEventError, parse_timestamp
-from seer_pipelines.metadata_display import display_metadata
-from seer_pipelines.partitions import daily_partitions, partition_day
-from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.defs.assets.metadata_display import display_metadata
+from seer_pipelines.defs.partitions import daily_partitions, partition_day
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.day import read_day
 
 GROUP_NAME = "seer"

@@ -13,9 +13,9 @@ from dagster import (
     AssetCheckSeverity,
 )
 
-from seer_pipelines.accounting import EVENT_JUDGMENTS_ASSET, judging_figures
-from seer_pipelines.metadata_display import display_metadata
-from seer_pipelines.partitions import daily_asset_check
+from seer_pipelines.defs.assets.metadata_display import display_metadata
+from seer_pipelines.defs.checks.accounting import EVENT_JUDGMENTS_ASSET, judging_figures
+from seer_pipelines.defs.partitions import daily_asset_check
 
 
 def budget_result(day: str, judged: dict[str, Any] | None) -> AssetCheckResult:

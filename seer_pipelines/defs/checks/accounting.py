@@ -24,8 +24,8 @@ from dagster import (
     DagsterInstance,
 )
 
-from seer_pipelines.partitions import daily_asset_check, partition_day
-from seer_pipelines.resources import WarehouseResource
+from seer_pipelines.defs.partitions import daily_asset_check, partition_day
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE
 
 EVENT_JUDGMENTS_ASSET = AssetKey("event_judgments")

@@ -28,14 +28,15 @@ from seer_metrics.slices.groups import (
     PairSliceBounds,
 )
 from seer_metrics.totals import ScoreTotals
-from seer_pipelines.assets.events import GROUP_NAME
-from seer_pipelines.assets.judgments import event_judgments
-from seer_pipelines.assets.table_schemas import table_metadata
-from seer_pipelines.metadata_display import display_metadata
-from seer_pipelines.partitions import daily_partitions, partition_day
-from seer_pipelines.resources import WarehouseConfigError, WarehouseResource
+from seer_pipelines.defs.assets.events import GROUP_NAME
+from seer_pipelines.defs.assets.judgments import event_judgments
+from seer_pipelines.defs.assets.metadata_display import display_metadata
+from seer_pipelines.defs.assets.table_schemas import table_metadata
+from seer_pipelines.defs.partitions import daily_partitions, partition_day
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.settings import setting
 from seer_pipelines.step_process import freeze_loaded_objects
+from seer_pipelines.warehouse.engine import WarehouseConfigError
 from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,
     JUDGMENTS_TABLE,

@@ -1,0 +1,1 @@
+"""Sensors: pending alerts, crashed runs, freshness results, and batch mode's batches."""
