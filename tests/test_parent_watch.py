@@ -12,13 +12,13 @@ import time
 
 import pytest
 
-from seer_pipelines.parent_watch import OrphanedStepError, while_parent_lives
+from seer_pipelines.judging.parent_watch import OrphanedStepError, while_parent_lives
 
 # The launcher starts the step and prints its pid; the step waits on long "judge calls"
 # under the watch and records how it ended.
 STEP = """
 import asyncio, sys
-from seer_pipelines.parent_watch import OrphanedStepError, while_parent_lives
+from seer_pipelines.judging.parent_watch import OrphanedStepError, while_parent_lives
 async def judge():
     await asyncio.sleep(120)
     return "finished"

@@ -32,7 +32,7 @@ from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_metrics.judgment_store import judgment_key
 from seer_pipelines.defs.assets.events import retrieval_events
-from seer_pipelines.defs.assets.judgments import event_judgments, judge_partition
+from seer_pipelines.defs.assets.judgments import event_judgments
 from seer_pipelines.defs.assets.metadata_display import rounded
 from seer_pipelines.defs.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
 from seer_pipelines.defs.checks.freshness import FRESHNESS_CHECKS
@@ -40,6 +40,7 @@ from seer_pipelines.defs.jobs import seer_daily_job
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.demo_data.synthetic import generate_events, write_events
+from seer_pipelines.judging.partition import judge_partition
 from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,
     JUDGMENTS_TABLE,
@@ -747,7 +748,7 @@ def test_a_judge_outage_fails_the_step_and_keeps_the_days_good_rows(warehouse) -
     (failure,) = [event for event in result.all_events if event.event_type_value == "STEP_FAILURE"]
     # Dagster wraps the step's exception: the operator's message is the error's cause.
     message = failure.step_failure_data.error.cause.message
-    assert message.startswith("seer_pipelines.defs.assets.judgments.JudgeFailingError: ")
+    assert message.startswith("seer_pipelines.judging.partition.JudgeFailingError: ")
     assert "judge failing on 2026-11-29" in message
     assert "(100%) ended in error, above the 20% limit" in message
     assert "api_error" in message and "http://judge.internal:8000/v1" in message

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seer_metrics.evaluators.lexical import LexicalEvaluator
-from seer_pipelines.defs.assets.judgments import judge_partition
 from seer_pipelines.defs.assets.metrics import build_event_metrics, build_slice_metrics
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
+from seer_pipelines.judging.partition import judge_partition
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, JUDGMENTS_TABLE
 
 DAY = date(2026, 11, 29)

@@ -34,8 +34,8 @@ from seer_pipelines.defs.assets.metadata_display import display_metadata
 from seer_pipelines.defs.assets.table_schemas import table_metadata
 from seer_pipelines.defs.partitions import daily_partitions, partition_day
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
+from seer_pipelines.judging.step_process import freeze_loaded_objects
 from seer_pipelines.settings import setting
-from seer_pipelines.step_process import freeze_loaded_objects
 from seer_pipelines.warehouse.engine import WarehouseConfigError
 from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,

@@ -22,9 +22,9 @@ from dagster import (
     sensor,
 )
 
-from seer_pipelines.batch_judging import batch_judge, ledger_for
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
+from seer_pipelines.judging.batch_ledger import batch_judge, ledger_for
 
 # A batch takes minutes to hours: polling every five minutes costs nothing and adds little.
 BATCH_POLL_INTERVAL_SECONDS = 300

@@ -34,7 +34,7 @@ from seer_metrics.spend.budget import Budget
 from seer_metrics.spend.cost_estimate import BATCH_PRICE_FACTOR
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.judging_limits import BudgetGate, JudgingLimits, day_valid_events, model_price
+from seer_pipelines.judging.day_plan import BudgetGate, JudgingLimits, day_valid_events, model_price
 from seer_pipelines.warehouse.schema import batches_table
 
 
