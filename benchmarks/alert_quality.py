@@ -1,12 +1,12 @@
 """Alert quality of the default rules on realistic traffic: false pages and detection.
 
-Streams of the realistic generator (`seer_pipelines.demo_data.realistic`: real multi-hop
+Streams of the realistic generator (`seer_pipelines.demo.realistic`: real multi-hop
 questions, the BM25 top 4 as context, ~300 events a day) are scored with the ideal judge
 (the gold passages) or, with `--judge lexical`, with the offline lexical judge `seer demo`
 uses (judged once per distinct question and context, so it costs little), aggregated
 into slices (by default `env`, `feature_flag` and `tenant`, with their pair slices) and
 replayed through the rules day by day, as the daily job runs them
-(`seer_pipelines.demo_data.replay`). A page is what would notify someone:
+(`seer_pipelines.demo.replay`). A page is what would notify someone:
 a failing drop after the day's false-discovery control, or a service-level incident
 opened that day.
 
@@ -51,14 +51,14 @@ from seer_metrics.judgment import Judgment
 from seer_metrics.rules import DEFAULT_RULES, RulesConfig, load_rules_config
 from seer_metrics.rules.incidents import Incident
 from seer_metrics.slices import slice_metrics
-from seer_pipelines.demo_data.realistic import (
+from seer_pipelines.demo.realistic import (
     Release,
     StreamEvent,
     generate_stream,
     ideal_scores,
     load_pool,
 )
-from seer_pipelines.demo_data.replay import replay_rules
+from seer_pipelines.demo.replay import replay_rules
 
 END_DAY = date(2026, 11, 27)
 SLICE_KEYS = ("env", "feature_flag", "tenant")

@@ -29,7 +29,7 @@ from seer_metrics.agreement import (
     measure_agreement,
 )
 from seer_metrics.evaluators import build_evaluator
-from seer_pipelines.demo_data import DATA_DIR
+from seer_pipelines.demo import DATA_DIR
 
 BUNDLED = sorted(DATA_DIR.glob("*.jsonl"))
 

@@ -25,7 +25,7 @@ from seer_metrics.evaluators.llm import DEFAULT_MODEL, LLMSettings
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.spend.cost_estimate import estimate_cost, token_counter
 from seer_metrics.spend.sampling import SamplingSettings, allocate
-from seer_pipelines.demo_data import DATA_DIR
+from seer_pipelines.demo import DATA_DIR
 
 TARGET_HOURS = 6.0
 TARGET_BATCH_RATIO = 0.5

@@ -186,7 +186,8 @@ def seed(url: str, events: int) -> int:
     first run really judges (the realistic stream of `seer seed` repeats its 200 questions
     and would be mostly cache hits)."""
     from seer_pipelines.defs.resources.warehouse import WarehouseResource
-    from seer_pipelines.demo_data.synthetic import generate_events, write_events
+    from seer_pipelines.demo.source_table import write_events
+    from seer_pipelines.demo.synthetic import generate_events
 
     warehouse = WarehouseResource(url=url)
     try:

@@ -18,7 +18,8 @@ import sqlalchemy as sa
 
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.demo_data.synthetic import generate_events, write_events
+from seer_pipelines.demo.source_table import write_events
+from seer_pipelines.demo.synthetic import generate_events
 from seer_testing.fake_batches import BatchBehaviour, FakeBatchServer
 from seer_testing.fake_judge import FakeJudgeServer
 

@@ -24,7 +24,7 @@ from seer_metrics.agreement import (
 )
 from seer_metrics.evaluators.base import EvaluationOutcome
 from seer_metrics.evaluators.lexical import LexicalEvaluator
-from seer_pipelines.demo_data import DATA_DIR
+from seer_pipelines.demo import DATA_DIR
 
 DATA = DATA_DIR
 HOTPOT = DATA / "hotpotqa_train_distractor_hipporag100.jsonl"

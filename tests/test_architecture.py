@@ -41,7 +41,7 @@ def test_seer_evaluate_does_not_load_dagster(tmp_path):
         f"import os\nos.chdir({str(tmp_path)!r})\nfrom seer_pipelines.cli import main\n"
         f"assert main(['evaluate', {str(events)!r}]) == 0"
     )
-    assert "seer_pipelines.commands.evaluate" in loaded
+    assert "seer_pipelines.cli.evaluate" in loaded
     assert "dagster" not in loaded
 
 

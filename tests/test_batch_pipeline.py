@@ -25,7 +25,8 @@ from seer_pipelines.defs.assets.metrics import event_metrics, passage_judgments
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.defs.sensors.batches import seer_batch_sensor
-from seer_pipelines.demo_data.synthetic import generate_events, write_events
+from seer_pipelines.demo.source_table import write_events
+from seer_pipelines.demo.synthetic import generate_events
 from seer_pipelines.judging.batch_ledger import BatchLedger, advance_day, day_events, ledger_for
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, JUDGMENTS_TABLE
 

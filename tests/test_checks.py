@@ -221,7 +221,7 @@ def test_demo_stream_is_quiet_on_clean_days_and_catches_the_release_on_its_first
     pages (levels are carried, and a slice hovering at its line does not reopen); the
     release pages on its first day, led by the pair slice where it happened; a pass
     replies in the thread of the alert it closes."""
-    from seer_pipelines.commands.seed import seed_warehouse
+    from seer_pipelines.cli.seed import seed_warehouse
     from seer_pipelines.definitions import defs
 
     url = f"sqlite:///{tmp_path / 'warehouse.sqlite'}"

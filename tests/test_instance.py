@@ -15,7 +15,7 @@ from seer_pipelines.cli import main as seer
 from seer_pipelines.definitions import ASSETS
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.instance import (
+from seer_pipelines.demo.instance import (
     LOCAL_INSTANCE_HEADER,
     default_max_concurrent_runs,
     local_instance_yaml,

@@ -31,8 +31,8 @@ from seer_metrics.evaluators.lexical import (
 )
 from seer_metrics.events import ContextItem, RetrievalEvent
 from seer_metrics.judgment import Judgment, Requirement
-from seer_pipelines.demo_data.realistic import generate_stream
-from seer_pipelines.demo_data.synthetic import generate_events
+from seer_pipelines.demo.realistic import generate_stream
+from seer_pipelines.demo.synthetic import generate_events
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^a-z\s])|\n+")

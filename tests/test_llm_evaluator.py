@@ -28,7 +28,7 @@ from seer_metrics.evaluators.llm import (
     retry_after_seconds,
 )
 from seer_metrics.judgment_store import JudgmentStore, judgment_key, requirements_key
-from seer_pipelines.commands import evaluate as evaluate_command
+from seer_pipelines.cli import evaluate as evaluate_command
 from seer_testing.fake_judge import (
     REQUIREMENTS_SCHEMA_NAME,
     SUPPORT_SCHEMA_NAME,

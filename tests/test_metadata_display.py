@@ -65,9 +65,9 @@ def test_display_metadata_rounds_plain_and_dagster_values() -> None:
 def test_every_float_the_pipeline_emits_is_rounded(tmp_path, monkeypatch) -> None:
     """Materializations, observations and check results of real days; the slice table
     still holds the unrounded means."""
-    from seer_pipelines.commands.seed import seed_warehouse
+    from seer_pipelines.cli.seed import seed_warehouse
     from seer_pipelines.definitions import defs
-    from seer_pipelines.demo_data.synthetic import default_end_day
+    from seer_pipelines.demo.synthetic import default_end_day
 
     url = f"sqlite:///{tmp_path / 'warehouse.sqlite'}"
     end_day = default_end_day()

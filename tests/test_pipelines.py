@@ -39,7 +39,8 @@ from seer_pipelines.defs.checks.freshness import FRESHNESS_CHECKS
 from seer_pipelines.defs.jobs import seer_daily_job
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.demo_data.synthetic import generate_events, write_events
+from seer_pipelines.demo.source_table import write_events
+from seer_pipelines.demo.synthetic import generate_events
 from seer_pipelines.judging.partition import judge_partition
 from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,

@@ -26,7 +26,7 @@ from test_pipelines import (
 )
 
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.demo_data.synthetic import write_events
+from seer_pipelines.demo.source_table import write_events
 from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,
     JUDGMENTS_TABLE,

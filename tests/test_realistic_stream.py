@@ -13,14 +13,14 @@ from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_metrics.rules import DEFAULT_RULES, alert_order, lead_slices
 from seer_metrics.scoring import score_event
 from seer_metrics.slices import slice_metrics
-from seer_pipelines.demo_data.realistic import (
+from seer_pipelines.demo.realistic import (
     TENANT_SHARES,
     Release,
     generate_stream,
     ideal_scores,
     load_pool,
 )
-from seer_pipelines.demo_data.replay import ReplayedDay, replay_rules
+from seer_pipelines.demo.replay import ReplayedDay, replay_rules
 
 END = date(2026, 11, 27)  # a Friday: the default release's two days are weekdays
 

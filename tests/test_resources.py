@@ -14,7 +14,8 @@ from seer_metrics.events import parse_timestamp
 from seer_metrics.text.redaction import redact_url
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.demo_data.synthetic import generate_events, write_events
+from seer_pipelines.demo.source_table import write_events
+from seer_pipelines.demo.synthetic import generate_events
 from seer_pipelines.warehouse.day import epoch_text_value
 from seer_pipelines.warehouse.engine import (
     WarehouseConfigError,

@@ -20,8 +20,8 @@ from seer_metrics.events import NOT_SAMPLED
 from seer_metrics.rules import DEFAULT_RULES, CheckOutcome
 from seer_metrics.slices import metadata_value, slice_metrics
 from seer_metrics.spend.sampling import SamplingSettings, plan_sample, stratum_label
-from seer_pipelines.demo_data.realistic import Release, generate_stream, ideal_scores
-from seer_pipelines.demo_data.replay import ReplayedDay, replay_rules
+from seer_pipelines.demo.realistic import Release, generate_stream, ideal_scores
+from seer_pipelines.demo.replay import ReplayedDay, replay_rules
 
 END = date(2026, 11, 27)  # a Friday: the default release's two days are weekdays
 SLICE_KEYS = ("env", "feature_flag", "tenant")

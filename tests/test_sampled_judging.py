@@ -23,7 +23,8 @@ from seer_pipelines.defs.assets.metrics import event_metrics, slice_metrics_asse
 from seer_pipelines.defs.checks.budget import budget_result
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.demo_data.synthetic import generate_events, write_events
+from seer_pipelines.demo.source_table import write_events
+from seer_pipelines.demo.synthetic import generate_events
 from seer_pipelines.judging.budget_days import first_judged_at
 from seer_pipelines.judging.day_plan import BudgetGate
 from seer_testing.slice_rows import healthy_slice_row

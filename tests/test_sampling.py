@@ -21,7 +21,7 @@ from seer_metrics.spend.sampling import (
     sampling_hash,
     stratum_label,
 )
-from seer_pipelines.demo_data.synthetic import generate_events
+from seer_pipelines.demo.synthetic import generate_events
 
 SLICE_KEYS = ("env", "feature_flag", "tenant")
 

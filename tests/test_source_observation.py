@@ -13,8 +13,8 @@ SOURCE = AssetKey("retrieval_events")
 
 
 def seeded_warehouse(tmp_path):
-    from seer_pipelines.commands.seed import seed_warehouse
-    from seer_pipelines.demo_data.synthetic import default_end_day
+    from seer_pipelines.cli.seed import seed_warehouse
+    from seer_pipelines.demo.synthetic import default_end_day
 
     url = f"sqlite:///{tmp_path / 'warehouse.sqlite'}"
     end_day = default_end_day()

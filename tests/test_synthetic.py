@@ -9,7 +9,7 @@ from datetime import date
 from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_metrics.scoring import score_event
-from seer_pipelines.demo_data.synthetic import Regression, generate_events
+from seer_pipelines.demo.synthetic import Regression, generate_events
 
 END = date(2026, 11, 29)
 

@@ -13,7 +13,7 @@ from seer_pipelines.alerts.dispatch import (
     alerts_report,
 )
 from seer_pipelines.alerts.examples import top_missing_requirements
-from seer_pipelines.alerts.incidents import DayIncidents, IncidentStore
+from seer_pipelines.alerts.incident_store import DayIncidents, IncidentStore
 from seer_pipelines.alerts.message import (
     SlackMessage,
     build_check_message,

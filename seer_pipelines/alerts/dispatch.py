@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from seer_metrics.rules import CheckOutcome, alert_order, as_date
-from seer_pipelines.alerts.incidents import DayIncidents, IncidentStore
+from seer_pipelines.alerts.incident_store import DayIncidents, IncidentStore
 from seer_pipelines.alerts.message import (
     SlackMessage,
     build_check_message,

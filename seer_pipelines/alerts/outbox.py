@@ -25,7 +25,7 @@ from seer_metrics.events import finite_json
 from seer_metrics.rules import CheckOutcome, as_date
 from seer_metrics.rules.incidents import Incident
 from seer_metrics.text.redaction import shorten
-from seer_pipelines.alerts.incidents import DayIncidents
+from seer_pipelines.alerts.incident_store import DayIncidents
 from seer_pipelines.warehouse.schema import alerts_table
 from seer_pipelines.warehouse.writer import utc_now
 

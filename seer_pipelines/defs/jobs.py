@@ -9,7 +9,7 @@ from seer_pipelines.defs.assets.judgments import event_judgments
 from seer_pipelines.defs.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
 from seer_pipelines.defs.checks.freshness import FRESHNESS_CHECKS
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
-from seer_pipelines.instance import EVALUATOR_TAG
+from seer_pipelines.judging import EVALUATOR_TAG
 from seer_pipelines.settings import load_settings
 
 # Hour (UTC) at which yesterday's partition is processed: late enough for late events.

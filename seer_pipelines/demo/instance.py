@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-# Runs of `seer_daily_job` carry this tag with the evaluator kind (lexical or openai).
-EVALUATOR_TAG = "seer/evaluator"
+from seer_pipelines.judging import EVALUATOR_TAG
+
 # One run judging with the paid model at a time: each run paces itself to the whole
 # requests- and tokens-per-minute budget of the endpoint.
 PAID_EVALUATOR_RUN_LIMIT = 1

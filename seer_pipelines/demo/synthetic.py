@@ -28,10 +28,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-# The source table lives in source_table.py; re-exported for the callers of this module.
-from seer_pipelines.demo_data.source_table import events_table as events_table
-from seer_pipelines.demo_data.source_table import write_events as write_events
-
 ENVS = ("prod", "staging", "dev")
 ENV_SHARE = (0.68, 0.2, 0.12)
 FEATURE_FLAGS = ("retrieval-v1", "retrieval-v2")

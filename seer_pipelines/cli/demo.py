@@ -23,8 +23,8 @@ import pandas as pd
 
 from seer_metrics.text.redaction import redact_url
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.demo_data.realistic import DEFAULT_EVENTS_PER_DAY, Release
-from seer_pipelines.instance import write_local_instance
+from seer_pipelines.demo.instance import write_local_instance
+from seer_pipelines.demo.realistic import DEFAULT_EVENTS_PER_DAY, Release
 from seer_pipelines.settings import override, setting
 from seer_pipelines.warehouse.engine import WarehouseConfigError, default_warehouse_url
 
@@ -167,9 +167,9 @@ def run(args: argparse.Namespace) -> int:
 
     from dagster import DagsterInstance
 
-    from seer_pipelines.commands.seed import seed_warehouse
+    from seer_pipelines.cli.seed import seed_warehouse
     from seer_pipelines.defs.partitions import daily_partitions
-    from seer_pipelines.demo_data.synthetic import default_end_day
+    from seer_pipelines.demo.synthetic import default_end_day
 
     end_day = default_end_day()
     days = [end_day - timedelta(days=offset) for offset in range(args.days - 1, -1, -1)]

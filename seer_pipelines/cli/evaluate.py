@@ -34,7 +34,7 @@ from seer_metrics.rows import event_metric_rows, invalid_row, judged_row, score_
 from seer_metrics.text.jsonl import numbered_lines, open_binary, parse_json_line
 from seer_metrics.text.redaction import redact_url
 from seer_metrics.totals import ScoreTotals
-from seer_pipelines.commands import UsageError
+from seer_pipelines.cli import UsageError
 from seer_pipelines.settings import environment, setting
 from seer_pipelines.warehouse.engine import create_warehouse_engine
 

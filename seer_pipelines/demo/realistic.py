@@ -44,7 +44,7 @@ from seer_metrics.agreement import (
 )
 from seer_metrics.judgment import Judgment, Requirement
 from seer_metrics.scoring import score_events
-from seer_pipelines.demo_data import DATA_DIR
+from seer_pipelines.demo import DATA_DIR
 
 DATASET_FILES = {
     "hotpotqa": DATA_DIR / "hotpotqa_train_distractor_hipporag100.jsonl",

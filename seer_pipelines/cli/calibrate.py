@@ -22,8 +22,8 @@ from seer_metrics.agreement import (
     measure_agreement,
     write_events_jsonl,
 )
-from seer_pipelines.commands import UsageError
-from seer_pipelines.commands.evaluate import (
+from seer_pipelines.cli import UsageError
+from seer_pipelines.cli.evaluate import (
     add_evaluator_arguments,
     build_command_evaluator,
     check_input_file,

@@ -1,6 +1,6 @@
 """`seer seed`: write a realistic stream of retrieval events into a warehouse table.
 
-The events are real multi-hop questions with BM25 contexts (`demo_data.realistic`), so a
+The events are real multi-hop questions with BM25 contexts (`demo.realistic`), so a
 clean day has the levels of a real retriever (some gold passages missed, precision
 capped by the context size); the last `--regression-days` days carry a release that loses
 the top hit of `env=prod` traffic on `feature_flag=retrieval-v2`.
@@ -17,8 +17,9 @@ from typing import Any
 from tqdm import tqdm
 
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.demo_data.realistic import DEFAULT_EVENTS_PER_DAY, Release, generate_stream
-from seer_pipelines.demo_data.synthetic import default_end_day, write_events
+from seer_pipelines.demo.realistic import DEFAULT_EVENTS_PER_DAY, Release, generate_stream
+from seer_pipelines.demo.source_table import write_events
+from seer_pipelines.demo.synthetic import default_end_day
 from seer_pipelines.warehouse.engine import WarehouseConfigError
 
 # A logging pipeline writes a few broken rows; the pipeline reports them as invalid.

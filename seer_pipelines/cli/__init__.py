@@ -1,4 +1,5 @@
-"""The `seer` command line: argument parsing here, each command in `seer_pipelines.commands`."""
+"""The `seer` command line: argument parsing here, each command in a module of this package
+(`add_arguments(parser)` and `run(args) -> int`)."""
 
 from __future__ import annotations
 
@@ -7,19 +8,22 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from seer_pipelines.commands import UsageError
+
+class UsageError(Exception):
+    """Unusable input or option: `seer` prints `error: ...` and exits with code 2."""
+
 
 # command name -> module with `add_arguments(parser)` and `run(args) -> int`
 COMMANDS = {
-    "evaluate": ("seer_pipelines.commands.evaluate", "score a JSONL file of retrieval events"),
+    "evaluate": ("seer_pipelines.cli.evaluate", "score a JSONL file of retrieval events"),
     "calibrate": (
-        "seer_pipelines.commands.calibrate",
+        "seer_pipelines.cli.calibrate",
         "measure an evaluator's agreement with gold labels",
     ),
-    "demo": ("seer_pipelines.commands.demo", "run the whole pipeline on synthetic events"),
-    "seed": ("seer_pipelines.commands.seed", "write synthetic events into a warehouse table"),
+    "demo": ("seer_pipelines.cli.demo", "run the whole pipeline on synthetic events"),
+    "seed": ("seer_pipelines.cli.seed", "write synthetic events into a warehouse table"),
     "estimate": (
-        "seer_pipelines.commands.estimate",
+        "seer_pipelines.cli.estimate",
         "predict the LLM judge's calls, tokens and cost for a file of events",
     ),
 }

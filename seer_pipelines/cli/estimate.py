@@ -12,8 +12,8 @@ from seer_metrics.slices import DEFAULT_SLICE_KEYS, event_stratum
 from seer_metrics.spend.cost_estimate import CostEstimate, estimate_cost, token_counter
 from seer_metrics.spend.sampling import SamplePlanner, SamplingConfigError, SamplingSettings
 from seer_metrics.text.jsonl import numbered_json_lines
-from seer_pipelines.commands import UsageError
-from seer_pipelines.commands.evaluate import check_input_file
+from seer_pipelines.cli import UsageError
+from seer_pipelines.cli.evaluate import check_input_file
 from seer_pipelines.settings import setting
 
 
