@@ -128,7 +128,7 @@ def run_step(
     from seer_pipelines.defs.assets.metrics import (
         event_metrics,
         passage_judgments,
-        slice_metrics_asset,
+        slice_metrics,
     )
     from seer_pipelines.defs.resources.evaluator import EvaluatorResource
     from seer_pipelines.defs.resources.warehouse import WarehouseResource
@@ -138,7 +138,7 @@ def run_step(
         "event_metrics": [event_metrics],
         "passage_judgments": [passage_judgments],
         # The daily job runs the slice checks right after slice_metrics, in the same step.
-        "slice_metrics": [slice_metrics_asset, *ASSET_CHECKS],
+        "slice_metrics": [slice_metrics, *ASSET_CHECKS],
     }[step]
     settings = {"chunk_size": chunk_size} if chunk_size else {}
     warehouse = WarehouseResource(url=url, **settings)

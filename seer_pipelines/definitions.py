@@ -15,9 +15,9 @@ from dagster import (
 from seer_pipelines.alerts import SlackAlertResource
 from seer_pipelines.defs.assets.events import retrieval_events
 from seer_pipelines.defs.assets.judgments import event_judgments
-from seer_pipelines.defs.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
+from seer_pipelines.defs.assets.metrics import event_metrics, passage_judgments, slice_metrics
 from seer_pipelines.defs.checks.accounting import rows_accounted_for
-from seer_pipelines.defs.checks.budget import budget
+from seer_pipelines.defs.checks.budget import budget_check
 from seer_pipelines.defs.checks.freshness import FRESHNESS_CHECKS
 from seer_pipelines.defs.checks.slice_rules import build_slice_checks
 from seer_pipelines.defs.jobs import seer_daily_job, seer_daily_schedule
@@ -72,13 +72,13 @@ def with_owners_and_tags(
 
 
 ASSETS = with_owners_and_tags(
-    [retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics_asset],
+    [retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics],
     configured_owners(setting(OWNERS_ENV)),
     configured_tags(setting(TAGS_ENV)),
 )
 
 
-def judging_limits() -> dict[str, object]:
+def sampling_and_budget() -> dict[str, object]:
     """Sampling and budget of the judging step: $SEER_SAMPLE_SIZE (unset: every event),
     $SEER_SAMPLE_MIN_PER_SLICE (30), $SEER_BUDGET_USD and $SEER_BUDGET_TOKENS (unset: no
     cap), stratified by the slice keys ($SEER_SLICE_KEYS)."""
@@ -101,14 +101,14 @@ def build_resources() -> dict[str, object]:
     """
     return {
         "warehouse": WarehouseResource(),
-        "evaluator": EvaluatorResource(api_key=secret("OPENAI_API_KEY"), **judging_limits()),
+        "evaluator": EvaluatorResource(api_key=secret("OPENAI_API_KEY"), **sampling_and_budget()),
         "slack": SlackAlertResource(token=secret("SLACK_BOT_TOKEN")),
     }
 
 
 # Asset checks, sensors and the Slack resource of the alerting side are added here.
 # One check per rule of seer_rules.yaml ($SEER_RULES_FILE); see docs/alerts.md.
-ASSET_CHECKS: list = [build_slice_checks(), rows_accounted_for, budget, *FRESHNESS_CHECKS]
+ASSET_CHECKS: list = [build_slice_checks(), rows_accounted_for, budget_check, *FRESHNESS_CHECKS]
 SENSORS: list = [
     seer_pending_alerts_sensor,
     seer_run_failure_sensor,

@@ -34,7 +34,7 @@ from seer_metrics.judgment_store import judgment_key
 from seer_pipelines.defs.assets.events import retrieval_events
 from seer_pipelines.defs.assets.judgments import event_judgments
 from seer_pipelines.defs.assets.metadata_display import rounded
-from seer_pipelines.defs.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
+from seer_pipelines.defs.assets.metrics import event_metrics, passage_judgments, slice_metrics
 from seer_pipelines.defs.checks.freshness import FRESHNESS_CHECKS
 from seer_pipelines.defs.jobs import seer_daily_job
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
@@ -49,7 +49,7 @@ from seer_pipelines.warehouse.schema import (
     SLICE_METRICS_TABLE,
 )
 
-ASSETS = [retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics_asset]
+ASSETS = [retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics]
 OUTPUT_TABLES = (JUDGMENTS_TABLE, EVENT_METRICS_TABLE, PASSAGE_JUDGMENTS_TABLE, SLICE_METRICS_TABLE)
 LAST_DAY = date(2026, 11, 29)
 CHUNK_SIZE = 16

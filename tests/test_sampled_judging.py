@@ -19,7 +19,7 @@ from seer_metrics.rules import DEFAULT_RULES, evaluate_rules
 from seer_metrics.spend.budget import Budget, BudgetTracker
 from seer_pipelines.defs.assets.events import retrieval_events
 from seer_pipelines.defs.assets.judgments import event_judgments
-from seer_pipelines.defs.assets.metrics import event_metrics, slice_metrics_asset
+from seer_pipelines.defs.assets.metrics import event_metrics, slice_metrics
 from seer_pipelines.defs.checks.budget import budget_result
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
@@ -43,8 +43,8 @@ def warehouse(tmp_path):
 
 def _run(warehouse: WarehouseResource, instance, **evaluator):
     result = materialize(
-        [retrieval_events, event_judgments, event_metrics, slice_metrics_asset],
-        selection=[event_judgments, event_metrics, slice_metrics_asset],
+        [retrieval_events, event_judgments, event_metrics, slice_metrics],
+        selection=[event_judgments, event_metrics, slice_metrics],
         instance=instance,
         partition_key=DAY.isoformat(),
         resources={"warehouse": warehouse, "evaluator": EvaluatorResource(**evaluator)},

@@ -6,7 +6,7 @@ from dagster import AssetSelection, build_schedule_from_partitioned_job, define_
 
 from seer_pipelines.defs.assets.events import retrieval_events
 from seer_pipelines.defs.assets.judgments import event_judgments
-from seer_pipelines.defs.assets.metrics import event_metrics, passage_judgments, slice_metrics_asset
+from seer_pipelines.defs.assets.metrics import event_metrics, passage_judgments, slice_metrics
 from seer_pipelines.defs.checks.freshness import FRESHNESS_CHECKS
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.judging import EVALUATOR_TAG
@@ -27,7 +27,7 @@ seer_daily_job = define_asset_job(
     # The source is observed first: the day's row count is recorded before any judging.
     # The freshness check is about the newest day, not the run's: its own sensors run it.
     selection=AssetSelection.assets(
-        retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics_asset
+        retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics
     )
     - AssetSelection.checks(*FRESHNESS_CHECKS),
     tags={EVALUATOR_TAG: evaluator_kind()},

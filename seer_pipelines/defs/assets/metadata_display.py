@@ -59,3 +59,8 @@ def display_value(value: Any) -> Any:
 def display_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """Metadata with every float rounded for display; other values unchanged."""
     return {key: display_value(value) for key, value in metadata.items()}
+
+
+def markdown_cell(text: object) -> str:
+    """Text for a cell of a markdown table in the UI: `|` escaped, no HTML tags."""
+    return str(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")

@@ -30,7 +30,7 @@ from seer_metrics.slices.groups import (
 from seer_metrics.totals import ScoreTotals
 from seer_pipelines.defs.assets.events import GROUP_NAME
 from seer_pipelines.defs.assets.judgments import event_judgments
-from seer_pipelines.defs.assets.metadata_display import display_metadata
+from seer_pipelines.defs.assets.metadata_display import display_metadata, markdown_cell
 from seer_pipelines.defs.assets.table_schemas import table_metadata
 from seer_pipelines.defs.partitions import daily_partitions, partition_day
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
@@ -287,16 +287,12 @@ def slice_markdown(frame: pd.DataFrame) -> str:
 
     for record in frame_records(frame):
         lines.append(
-            f"| {_markdown_escape(str(record['slice']))} | {record['events']} | "
+            f"| {markdown_cell(str(record['slice']))} | {record['events']} | "
             f"{record['evaluated']} | {record['invalid']} | {record['errors']} | "
             + " | ".join(fmt(record, metric) for metric in METRICS)
             + " |"
         )
     return "\n".join(lines)
-
-
-def _markdown_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def build_slice_metrics(
@@ -315,7 +311,6 @@ def build_slice_metrics(
 
 
 @asset(
-    name="slice_metrics",
     partitions_def=daily_partitions,
     deps=[event_metrics],
     group_name=GROUP_NAME,
@@ -332,7 +327,7 @@ def build_slice_metrics(
     ),
     metadata=table_metadata(SLICE_METRICS_TABLE),
 )
-def slice_metrics_asset(
+def slice_metrics(
     context: AssetExecutionContext, config: SliceMetricsConfig, warehouse: WarehouseResource
 ) -> MaterializeResult:
     freeze_loaded_objects()

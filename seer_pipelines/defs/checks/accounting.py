@@ -19,23 +19,21 @@ from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
     AssetCheckSeverity,
-    AssetKey,
     AssetRecordsFilter,
     DagsterInstance,
 )
 
+from seer_pipelines.defs.assets.judgments import event_judgments
+from seer_pipelines.defs.assets.metrics import event_metrics
 from seer_pipelines.defs.partitions import daily_asset_check, partition_day
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE
-
-EVENT_JUDGMENTS_ASSET = AssetKey("event_judgments")
-EVENT_METRICS_ASSET = AssetKey("event_metrics")
 
 
 def judging_figures(instance: DagsterInstance, partition_key: str) -> dict[str, Any] | None:
     """The metadata of the latest `event_judgments` materialization of the partition."""
     records = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=EVENT_JUDGMENTS_ASSET, asset_partitions=[partition_key]),
+        AssetRecordsFilter(asset_key=event_judgments.key, asset_partitions=[partition_key]),
         limit=1,
     ).records
     if not records or records[0].asset_materialization is None:
@@ -97,7 +95,7 @@ def account_for_day(
 
 
 @daily_asset_check(
-    asset=EVENT_METRICS_ASSET,
+    asset=event_metrics.key,
     name="rows_accounted_for",
     description=(
         "Source rows on the day = rows stored + duplicate event ids dropped; rows with "

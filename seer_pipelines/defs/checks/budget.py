@@ -13,8 +13,9 @@ from dagster import (
     AssetCheckSeverity,
 )
 
+from seer_pipelines.defs.assets.judgments import event_judgments
 from seer_pipelines.defs.assets.metadata_display import display_metadata
-from seer_pipelines.defs.checks.accounting import EVENT_JUDGMENTS_ASSET, judging_figures
+from seer_pipelines.defs.checks.accounting import judging_figures
 from seer_pipelines.defs.partitions import daily_asset_check
 
 
@@ -53,14 +54,14 @@ def budget_result(day: str, judged: dict[str, Any] | None) -> AssetCheckResult:
 
 
 @daily_asset_check(
-    asset=EVENT_JUDGMENTS_ASSET,
+    asset=event_judgments.key,
     name="budget",
     description=(
         "WARN when the day's budget (SEER_BUDGET_USD, SEER_BUDGET_TOKENS) stopped the "
         "judging and events were stored as skipped_budget."
     ),
 )
-def budget(context: AssetCheckExecutionContext) -> AssetCheckResult:
+def budget_check(context: AssetCheckExecutionContext) -> AssetCheckResult:
     return budget_result(
         context.partition_key, judging_figures(context.instance, context.partition_key)
     )

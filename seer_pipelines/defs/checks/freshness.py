@@ -18,7 +18,7 @@ from dagster import (
     build_time_partition_freshness_checks,
 )
 
-from seer_pipelines.defs.checks.slice_rules import SLICE_METRICS_ASSET
+from seer_pipelines.defs.assets.metrics import slice_metrics
 from seer_pipelines.settings import setting
 
 FRESHNESS_DEADLINE_ENV = "SEER_FRESHNESS_DEADLINE"
@@ -37,11 +37,11 @@ def freshness_deadline(value: str | None = None) -> time:
 
 # The name Dagster gives the check `build_time_partition_freshness_checks` builds.
 FRESHNESS_CHECK_NAME = "freshness_check"
-FRESHNESS_CHECK_KEY = AssetCheckKey(SLICE_METRICS_ASSET, FRESHNESS_CHECK_NAME)
+FRESHNESS_CHECK_KEY = AssetCheckKey(slice_metrics.key, FRESHNESS_CHECK_NAME)
 
 
 def build_freshness_checks(
-    deadline: time, asset_key: AssetKey = SLICE_METRICS_ASSET
+    deadline: time, asset_key: AssetKey = slice_metrics.key
 ) -> list[AssetChecksDefinition]:
     """Dagster's time-partition freshness check: the partition of the last complete UTC
     day exists once `deadline` (UTC) passed.

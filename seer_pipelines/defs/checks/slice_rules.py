@@ -40,22 +40,18 @@ from seer_pipelines.alerts import (
     SlackAlertResource,
     top_missing_requirements,
 )
-from seer_pipelines.defs.assets.metadata_display import display_metadata
+from seer_pipelines.defs.assets.metadata_display import display_metadata, markdown_cell
+from seer_pipelines.defs.assets.metrics import slice_metrics
 from seer_pipelines.defs.partitions import daily_partitions, partition_day
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.settings import setting
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
 
-SLICE_METRICS_ASSET = AssetKey("slice_metrics")
 SEVERITY = {"WARN": AssetCheckSeverity.WARN, "ERROR": AssetCheckSeverity.ERROR}
 
 
 def _number(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
-
-
-def _markdown_cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def outcomes_markdown(outcomes: Sequence[CheckOutcome]) -> str:
@@ -67,7 +63,7 @@ def outcomes_markdown(outcomes: Sequence[CheckOutcome]) -> str:
     ]
     for o in sorted(outcomes, key=lambda o: (order[o.status], o.slice)):
         lines.append(
-            f"| {_markdown_cell(o.slice)} | {o.status} | {o.severity} | {_number(o.observed)} | "
+            f"| {markdown_cell(o.slice)} | {o.status} | {o.severity} | {_number(o.observed)} | "
             f"{o.threshold:g} | {_number(o.baseline)} | {_number(o.delta)} | {o.sample_size} |"
         )
     return "\n".join(lines)
@@ -209,7 +205,7 @@ def _check_specs(
 def build_slice_checks(
     config: RulesConfig | None = None,
     partitions_def: PartitionsDefinition = daily_partitions,
-    asset_key: AssetKey = SLICE_METRICS_ASSET,
+    asset_key: AssetKey = slice_metrics.key,
 ):
     """One partitioned asset check per rule, all evaluated by one op."""
     rules = config if config is not None else load_rules_config(setting("SEER_RULES_FILE"))
