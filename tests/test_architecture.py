@@ -1,5 +1,6 @@
 """The rules of the layout: seer_metrics stays pure, `seer evaluate` stays light, no import
-circles, no test fakes in the product, one module reads the environment, short modules."""
+circles, no test fakes in the product, one module reads the environment, short modules, few
+loose modules per package, the Dagster objects under seer_pipelines/defs."""
 
 from __future__ import annotations
 
@@ -55,6 +56,8 @@ SETTINGS_MODULE = "seer_pipelines.settings"
 MAX_MODULE_LINES = 420
 # No module is exempt from the size rule: the evaluators are packages (issue 16).
 LONG_MODULES_ALLOWED_UNDER: str | None = None
+# "A handful": more modules than this directly in a product package want a folder.
+MAX_LOOSE_MODULES = 8
 
 
 def product_modules() -> dict[str, Path]:
@@ -210,6 +213,26 @@ def test_no_module_is_longer_than_about_400_lines():
         )
     }
     assert not long_modules, f"split by concern: {long_modules}"
+
+
+def loose_modules(package: str) -> list[str]:
+    """The modules directly in `package` (not its __init__, not its subpackages)."""
+    return sorted(path.stem for path in (ROOT / package).glob("*.py") if path.stem != "__init__")
+
+
+def test_each_product_package_has_at_most_a_handful_of_loose_modules():
+    for package in PRODUCT_PACKAGES:
+        loose = loose_modules(package)
+        assert len(loose) <= MAX_LOOSE_MODULES, f"{package} has {len(loose)} loose modules: {loose}"
+
+
+def test_the_dagster_objects_live_under_seer_pipelines_defs():
+    defs = ROOT / "seer_pipelines" / "defs"
+    assert (defs / "__init__.py").is_file()
+    for kind in ("assets", "checks", "sensors", "resources"):
+        assert (defs / kind / "__init__.py").is_file(), f"seer_pipelines/defs/{kind}/ missing"
+    assert (defs / "partitions.py").is_file()
+    assert (defs / "jobs.py").is_file()
 
 
 # Dependencies used without an import of their own, and why.

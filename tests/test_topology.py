@@ -25,9 +25,9 @@ import pytest
 import sqlalchemy as sa
 import yaml
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
-from webserver_graphql import graphql
 
 from seer_pipelines.cli import main as seer
+from tests.webserver_graphql import graphql
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -35,9 +35,9 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-from webserver_graphql import graphql
 
 from seer_pipelines.cli import build_parser
+from tests.webserver_graphql import graphql
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = Path(sys.prefix)

@@ -375,7 +375,7 @@ def batches_table(schema: str | None = None) -> sa.Table:
 
 
 # Budgets: when a day was first judged under a cap, so every later run of the day reads the
-# cache as it was then and draws the budget line at the same event (see budget_days.py).
+# cache as it was then and draws the budget line at the same event (see judging/budget_days.py).
 BUDGET_DAYS_TABLE = "seer_budget_days"
 
 

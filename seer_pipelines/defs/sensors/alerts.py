@@ -5,8 +5,9 @@
   limited, bad token) every few minutes, honouring Slack's Retry-After.
 - `seer_run_failure_sensor` posts crashed runs with the failing step's error (class and
   message, secrets redacted). A failed check does not fail a run (it is alerted by the
-  checks themselves, see `checks.py`); this one is for runs that crash. The failures of a
-  backfill are held while it runs and go out as ONE message listing the days.
+  checks themselves, see `seer_pipelines.defs.checks.slice_rules`); this one is for runs
+  that crash. The failures of a backfill are held while it runs and go out as ONE message
+  listing the days.
 Every alert goes through the same `seer_alerts` outbox, so none is lost or posted twice;
 if the warehouse itself is unreachable, a crashed run is posted directly.
 """

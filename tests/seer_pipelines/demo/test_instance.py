@@ -22,7 +22,7 @@ from seer_pipelines.demo.instance import (
     write_local_instance,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 DAY = date(2026, 11, 29)
 JUDGING_POOL = "seer_evaluator"
 

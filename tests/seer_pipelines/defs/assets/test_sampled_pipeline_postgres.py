@@ -13,7 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from dagster import DagsterInstance, instance_for_test
-from test_pipelines import (
+
+from seer_metrics.events import InvalidEventError, RetrievalEvent
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
+from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
+from tests.seer_pipelines.defs.assets.test_pipelines import (
     LAST_DAY,
     CountingEvaluator,
     metadata_of,
@@ -21,10 +25,6 @@ from test_pipelines import (
     run_day,
     seed_warehouse,
 )
-
-from seer_metrics.events import InvalidEventError, RetrievalEvent
-from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
 
 pytestmark = pytest.mark.postgres
 

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from judge_examples import CONTEXT, GOLD, OTHER_QUERY, QUERY
 
 from seer_metrics import RetrievalEvent, score_event
 from seer_metrics.evaluators import build_evaluator
@@ -34,6 +33,7 @@ from seer_testing.fake_judge import (
     GoldRequirement,
     parse_support_passages,
 )
+from tests.judge_examples import CONTEXT, GOLD, OTHER_QUERY, QUERY
 
 
 def _event(event_id: str, task: str = QUERY, context: list | None = None) -> RetrievalEvent:

@@ -10,7 +10,7 @@ from dagster import EnvVar
 
 from seer_pipelines.settings import VARIABLES, load_settings, override, secret, setting
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_setting_is_stripped_and_blank_means_unset(monkeypatch) -> None:

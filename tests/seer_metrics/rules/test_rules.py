@@ -36,7 +36,7 @@ from seer_metrics.rules.wording import rest_phrase
 from seer_metrics.slices import SLICE_COLUMNS, slice_metrics
 from seer_testing.slice_rows import healthy_slice_row
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def slice_row(day: str, label: str, n: int = 100, **values: float) -> dict:

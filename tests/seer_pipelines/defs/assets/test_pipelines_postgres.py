@@ -11,7 +11,16 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, instance_for_test
-from test_pipelines import (
+
+from seer_pipelines.defs.resources.warehouse import WarehouseResource
+from seer_pipelines.demo.source_table import write_events
+from seer_pipelines.warehouse.schema import (
+    EVENT_METRICS_TABLE,
+    JUDGMENTS_TABLE,
+    PASSAGE_JUDGMENTS_TABLE,
+    SLICE_METRICS_TABLE,
+)
+from tests.seer_pipelines.defs.assets.test_pipelines import (
     LAST_DAY,
     OUTPUT_TABLES,
     CountingEvaluator,
@@ -23,15 +32,6 @@ from test_pipelines import (
     seed_warehouse,
     table_counts,
     text_events_table,
-)
-
-from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.demo.source_table import write_events
-from seer_pipelines.warehouse.schema import (
-    EVENT_METRICS_TABLE,
-    JUDGMENTS_TABLE,
-    PASSAGE_JUDGMENTS_TABLE,
-    SLICE_METRICS_TABLE,
 )
 
 pytestmark = pytest.mark.postgres

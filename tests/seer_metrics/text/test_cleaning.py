@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from json_values import json_like, scalars, texts
 
 from seer_metrics.events import (
     InvalidEventError,
@@ -28,6 +27,7 @@ from seer_metrics.events import (
     rank_items,
 )
 from seer_metrics.text.cleaning import clean_json, clean_text, json_text_is_clean, load_json
+from tests.json_values import json_like, scalars, texts
 
 _UNENCODABLE = re.compile("[\x00\ud800-\udfff]")
 

@@ -9,7 +9,6 @@ import pytest
 import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from json_values import joined_texts, json_like_of, texts
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.dialects.postgresql import psycopg2
 
@@ -26,6 +25,7 @@ from seer_pipelines.warehouse.schema import (
     output_tables,
 )
 from seer_pipelines.warehouse.writer import column_encoder, plain_value, value_encoder
+from tests.json_values import joined_texts, json_like_of, texts
 
 DAY = date(2026, 11, 29)
 # Days the rows below can be on; every other day's read must find none of them.

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 from dagster import AssetKey, BackfillPolicy, DagsterInstance
-from fresh_process import run_python
 
 from seer_pipelines.definitions import defs
+from tests.fresh_process import run_python
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PARTITIONED_ASSETS = ("event_judgments", "event_metrics", "passage_judgments", "slice_metrics")
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 KINDS = ("asset", "asset check", "job", "schedule", "sensor")

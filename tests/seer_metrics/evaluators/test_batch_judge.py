@@ -7,7 +7,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from judge_examples import CONTEXT, GOLD, OTHER_QUERY, QUERY
 
 from seer_metrics.evaluators.base import EvaluationOutcome
 from seer_metrics.evaluators.batch import (
@@ -30,6 +29,7 @@ from seer_testing.fake_judge import (
     FakeJudgeServer,
     GoldOracle,
 )
+from tests.judge_examples import CONTEXT, GOLD, OTHER_QUERY, QUERY
 
 
 def _event(event_id: str, task: str, context: list[dict]) -> RetrievalEvent:

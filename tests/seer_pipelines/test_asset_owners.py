@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 from dagster import AssetSpec
-from fresh_process import run_python
 
 from seer_pipelines.definitions import configured_owners, configured_tags, with_owners_and_tags
+from tests.fresh_process import run_python
 
 ASSETS = {
     "retrieval_events",
