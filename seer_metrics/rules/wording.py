@@ -8,14 +8,11 @@ decimals, intersection slices as `env=prod × feature_flag=retrieval-v2`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from seer_metrics.rules.explanation import Explanation
 from seer_metrics.rules.model import SHARE_STATISTICS, STATISTICS, CheckOutcome, RestOfParent
 from seer_metrics.rules.scope import slice_components
 from seer_metrics.slices import ALL_SLICE
-
-if TYPE_CHECKING:
-    from seer_metrics.rules.attribution import Explanation
 
 MINUS = "\u2212"
 
