@@ -11,12 +11,12 @@ the defaults are the packaged `default_rules.yaml`), `scope` (slice patterns),
 row read for a rule), `levels` (service levels), `evaluation` (drops, the day's outcomes),
 `wording` (every sentence about an outcome), `incidents` (the one transition that opens,
 carries and closes an incident, with hysteresis; what pages), `attribution` (which slice
-leads an alert: the share of a parent's drop a narrower slice explains, and its surprise).
+leads an alert: the share of a parent's drop a narrower slice explains, and its surprise;
+`explanation` holds what one such slice explains).
 """
 
 from seer_metrics.rules.attribution import (
     AlertItem,
-    Explanation,
     alert_order,
     best_explanation,
     lead_slices,
@@ -33,6 +33,7 @@ from seer_metrics.rules.config import (
     rules_file_path,
 )
 from seer_metrics.rules.evaluation import control_false_discoveries, evaluate_rules, failing
+from seer_metrics.rules.explanation import Explanation
 from seer_metrics.rules.incidents import (
     Incident,
     IncidentChanges,

@@ -8,23 +8,11 @@ decimals, intersection slices as `env=prod × feature_flag=retrieval-v2`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
+from seer_metrics.rules.explanation import Explanation
 from seer_metrics.rules.model import SHARE_STATISTICS, STATISTICS, CheckOutcome, RestOfParent
 from seer_metrics.rules.scope import slice_components
 from seer_metrics.slices import ALL_SLICE
-
-
-class Explanation(Protocol):
-    """What a headline says of a narrower slice's part in its parent's drop (the
-    `Explanation` of `seer_metrics.rules.attribution`)."""
-
-    child: str
-    parent: str
-    share: float
-    event_share: float
-    rest: RestOfParent
-
 
 MINUS = "\u2212"
 
