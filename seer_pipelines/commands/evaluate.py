@@ -4,7 +4,8 @@ One event object a line, the shape of a warehouse row (`event_id`, `event_ts`, `
 `context`, `metadata`); `.jsonl.gz` works too. A bad line (not JSON, not a valid event)
 never stops the run: it becomes an `invalid` row whose reason names its line number.
 Events are judged in batches, so memory stays bounded on large files, and `--out` gets
-one flat JSON line per input line, in the input's order.
+one flat JSON line per input line, in the input's order, each written and flushed as soon
+as it and the lines before it are scored: a run killed half-way keeps what it scored.
 
 Judgments are cached by default in `.seer/judgments.sqlite` (next to the demo's
 warehouse; `--cache PATH` elsewhere, `--no-cache` for none), so a re-run of the same file
@@ -27,8 +28,8 @@ from tqdm import tqdm
 
 from seer_metrics.cache import JudgmentStore
 from seer_metrics.evaluators import build_evaluator
-from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
-from seer_metrics.evaluators.caching import CachingEvaluator
+from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator, OutcomeCallback
+from seer_metrics.evaluators.caching import CachingEvaluator, accepts_outcome_callback
 from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_metrics.jsonl import numbered_lines, open_binary, parse_json_line
 from seer_metrics.redaction import redact_url
@@ -260,11 +261,17 @@ class ScoreSummary:
         return "\n".join(lines)
 
 
-async def _judge(evaluator: Evaluator, events: list[RetrievalEvent]) -> list[dict[str, Any]]:
+async def _judge(
+    evaluator: Evaluator, events: list[RetrievalEvent], on_outcome: OutcomeCallback | None = None
+) -> list[dict[str, Any]]:
     """Judge one batch into `seer_judgments` rows; an evaluator that raises turns the
-    batch into error rows (and never stops the file)."""
+    batch into error rows (and never stops the file). `on_outcome` is passed to an
+    evaluator that reports each outcome as it completes."""
     try:
-        outcomes = await evaluator.evaluate(events)
+        if on_outcome is not None and accepts_outcome_callback(evaluator):
+            outcomes = await evaluator.evaluate(events, on_outcome=on_outcome)  # type: ignore[call-arg]
+        else:
+            outcomes = await evaluator.evaluate(events)
         if len(outcomes) != len(events):
             raise RuntimeError(f"returned {len(outcomes)} outcomes for {len(events)} events")
     except Exception as error:
@@ -295,28 +302,59 @@ async def score_file(
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: tqdm | None = None,
 ) -> ScoreSummary:
-    """Score every line of `path`, writing rows to `out` in input order."""
+    """Score every line of `path`, writing rows to `out` in input order.
+
+    Each line is written and flushed as soon as it and every line before it are scored
+    (an evaluator that reports outcomes one by one lets this happen within a batch), so a
+    run killed half-way leaves every line up to the first event still being judged.
+    """
     summary = ScoreSummary()
     pending: list[RetrievalEvent | dict[str, Any]] = []
     pending_lines: list[int] = []
 
-    async def flush() -> None:
-        to_judge = [item for item in pending if isinstance(item, RetrievalEvent)]
-        judged = iter(await _judge(evaluator, to_judge)) if to_judge else iter(())
-        judgment_rows = [
-            next(judged) if isinstance(item, RetrievalEvent) else item for item in pending
-        ]
+    def emit(judgment_rows: list[dict[str, Any]], lines: list[int]) -> None:
         summary.unsent_requests += sum(row.get("unsent_requests", 0) for row in judgment_rows)
-        metric_rows = event_metric_rows(judgment_rows)
-        for line, metric_row in zip(pending_lines, metric_rows, strict=True):
+        for line, metric_row in zip(lines, event_metric_rows(judgment_rows), strict=True):
             row = score_line_row(line, metric_row)
             summary.add(row)
             if out is not None:
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if out is not None:
+            out.flush()
         if progress is not None:
-            progress.update(len(pending))
+            progress.update(len(lines))
+
+    async def flush() -> None:
+        items, lines = list(pending), list(pending_lines)
         pending.clear()
         pending_lines.clear()
+        rows: list[dict[str, Any] | None] = [
+            None if isinstance(item, RetrievalEvent) else item for item in items
+        ]
+        at = [index for index, item in enumerate(items) if isinstance(item, RetrievalEvent)]
+        written = 0
+
+        def write_ready() -> None:
+            nonlocal written
+            end = written
+            while end < len(rows) and rows[end] is not None:
+                end += 1
+            if end > written:
+                emit(rows[written:end], lines[written:end])  # type: ignore[arg-type]
+                written = end
+
+        def scored(position: int, outcome: EvaluationOutcome) -> None:
+            index = at[position]
+            rows[index] = judged_row(items[index], outcome, evaluator)  # type: ignore[arg-type]
+            write_ready()
+
+        write_ready()  # the invalid lines before the first event
+        to_judge = [items[index] for index in at]
+        judged = await _judge(evaluator, to_judge, scored) if to_judge else []  # type: ignore[arg-type]
+        for index, row in zip(at, judged, strict=True):
+            if rows[index] is None:  # not reported one by one
+                rows[index] = row
+        write_ready()
 
     for line_number, text, error in numbered_lines(path):
         if error is not None:
