@@ -323,3 +323,46 @@ def test_slice_metrics_and_the_error_share_count_an_empty_list_as_a_failed_judgm
     assert overall["mean_precision"] == pytest.approx(metric_rows[1]["precision"])
     summary = JudgingSummary(judged=1, error_reasons={"no_requirements": 1})
     assert summary.error_share == 0.5  # what the judging step's guard compares
+
+
+def test_seer_evaluate_against_llama_cpp_python_scores_what_openai_scores(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """The issue's "done when": against a server answering json_schema with
+    llama-cpp-python's 500 and honouring json_object, `seer evaluate` scores every event as
+    the OpenAI-shaped server does, with about two calls an event (before: 40 of 40 errors
+    after 5 calls each)."""
+    import argparse
+
+    from seer_pipelines.commands import evaluate as evaluate_command
+
+    events = _forty_events()
+    path = tmp_path / "events.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"event_id": e.event_id, "task": e.task, "context": CONTEXT}) + "\n"
+            for e in events
+        )
+    )
+
+    def scores(dialect: ServerDialect, name: str) -> tuple[list[dict], int]:
+        with FakeJudgeServer(GoldOracle(GOLD), dialect=dialect) as server:
+            monkeypatch.setenv("OPENAI_API_KEY", "unused")
+            monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+            out = tmp_path / f"{name}.jsonl"
+            parser = argparse.ArgumentParser()
+            evaluate_command.add_arguments(parser)
+            argv = [str(path), "--evaluator", "openai", "--model", "local", "--out", str(out)]
+            argv += ["--cache", str(tmp_path / f"{name}.sqlite"), "--rpm", "none", "--tpm", "none"]
+            assert evaluate_command.run(parser.parse_args(argv)) == 0
+            return [json.loads(line) for line in out.read_text().splitlines()], len(server.requests)
+
+    llama_rows, llama_calls = scores(LLAMA_CPP_PYTHON, "llama")
+    openai_rows, _ = scores(OPENAI, "openai")
+    assert [row["status"] for row in llama_rows] == ["ok"] * len(events)
+    metrics = ("recall", "precision", "f1", "ndcg", "k", "cited_ids")
+    assert [[row[m] for m in metrics] for row in llama_rows] == [
+        [row[m] for m in metrics] for row in openai_rows
+    ]
+    assert llama_calls <= 2 * len(events) + 1
+    assert f"model calls: {llama_calls}" in capsys.readouterr().out
