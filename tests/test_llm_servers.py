@@ -366,3 +366,20 @@ def test_seer_evaluate_against_llama_cpp_python_scores_what_openai_scores(
     ]
     assert llama_calls <= 2 * len(events) + 1
     assert f"model calls: {llama_calls}" in capsys.readouterr().out
+
+
+def test_a_request_rejected_in_every_shape_teaches_no_shape() -> None:
+    """The run's first request is refused whatever its shape (its content is at fault):
+    the next events are still asked in strict json_schema, not in plain instructions."""
+    with FakeJudgeServer(GoldOracle(GOLD)) as server:
+        server.inject("bad_request", query=QUERY, times=None)
+        first, second = _run(
+            _evaluator(server, max_concurrency=1), [_event("e1"), _event("e2", OTHER_QUERY)]
+        )
+        assert [r.response_format for r in server.requests if r.status == 400] == [
+            "json_schema",
+            "json_object",
+            "text",
+        ]
+    assert first.reason.startswith("request_rejected: HTTP 400") and first.model_calls == 3
+    assert second.status == "ok" and second.judgment.output_mode == "json_schema"
