@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from seer_metrics.agreement import load_examples, write_events_jsonl
 from seer_metrics.evaluators.llm import LLMEvaluator
 from seer_pipelines.cli import build_parser, main
-from seer_pipelines.commands.evaluate import DEFAULT_CACHE, build_command_evaluator
+from seer_pipelines.commands.judge_options import DEFAULT_CACHE, build_command_evaluator
 from seer_pipelines.demo_data import DATA_DIR
 from seer_testing.fake_judge import FakeJudgeServer, GoldOracle, GoldRequirement
 

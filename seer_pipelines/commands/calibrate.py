@@ -23,11 +23,8 @@ from seer_metrics.agreement import (
     write_events_jsonl,
 )
 from seer_pipelines.commands import UsageError
-from seer_pipelines.commands.evaluate import (
-    add_evaluator_arguments,
-    build_command_evaluator,
-    check_input_file,
-)
+from seer_pipelines.commands.evaluate import check_input_file
+from seer_pipelines.commands.judge_options import add_evaluator_arguments, build_command_evaluator
 
 PROGRESS_MIN_EXAMPLES = 200
 
