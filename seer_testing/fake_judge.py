@@ -171,6 +171,7 @@ class _Injection:
     fault: str
     schema: str | None
     remaining: int | None
+    query: str | None = None  # normalised
 
 
 @dataclass
@@ -228,12 +229,21 @@ class FakeJudgeServer(LocalFake):
 
     # --- scripting and inspection ------------------------------------------------------------
 
-    def inject(self, fault: str, *, schema: str | None = None, times: int | None = 1) -> None:
-        """Apply `fault` to the next `times` requests (None: all) of `schema` (None: any)."""
+    def inject(
+        self,
+        fault: str,
+        *,
+        schema: str | None = None,
+        times: int | None = 1,
+        query: str | None = None,
+    ) -> None:
+        """Apply `fault` to the next `times` requests (None: all) of `schema` (None: any)
+        about `query` (None: any)."""
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; known: {', '.join(sorted(FAULTS))}")
+        wanted = None if query is None else normalise_text(query)
         with self._lock:
-            self._injections.append(_Injection(fault, schema, times))
+            self._injections.append(_Injection(fault, schema, times, wanted))
 
     def clear_faults(self) -> None:
         with self._lock:
@@ -265,12 +275,14 @@ class FakeJudgeServer(LocalFake):
 
     # --- request handling (server threads) ------------------------------------------------------
 
-    def _take_fault(self, schema: str | None) -> str | None:
+    def _take_fault(self, schema: str | None, query: str) -> str | None:
         with self._lock:
             for injection in self._injections:
                 if injection.remaining == 0:
                     continue
                 if injection.schema is not None and injection.schema != schema:
+                    continue
+                if injection.query is not None and injection.query != normalise_text(query):
                     continue
                 if injection.remaining is not None:
                     injection.remaining -= 1
@@ -353,7 +365,7 @@ class FakeJudgeServer(LocalFake):
                 error_body("Rate limit reached for requests per minute", "requests"),
                 None,
             )
-        fault = self._take_fault(parsed.schema)
+        fault = self._take_fault(parsed.schema, parsed.query)
         if fault == "rate_limit":
             self._record(parsed, 429, fault, body)
             return (

@@ -93,7 +93,8 @@ class CachingEvaluator:
     committed as it completes (batched by `flush_events` / `flush_seconds`) when the inner
     evaluator reports outcomes one by one, else when its batch returns; so a crashed run
     that is started again re-judges almost nothing it already paid for. Errors are never
-    stored: they are retried on the next run.
+    stored: they are retried on the next run. `on_outcome` hears of each event as its
+    outcome is known: cache hits at once, misses as the inner evaluator completes them.
     """
 
     def __init__(
@@ -128,22 +129,31 @@ class CachingEvaluator:
                 first_miss[key] = index
         miss_keys = list(first_miss)
         miss_events = [events[index] for index in first_miss.values()]
+        repeats: dict[str, list[int]] = {}
+        for index, key in enumerate(keys):
+            if key not in stored and first_miss[key] != index:
+                repeats.setdefault(key, []).append(index)
+        if on_outcome is not None:
+            for index, key in enumerate(keys):
+                if key in stored:
+                    on_outcome(index, _cache_hit(events[index], stored[key]))
         # An evaluator that returns its batch at once has nothing to commit early: its
         # judgments go in one transaction, not one per `flush_events`.
         flush_events = self.flush_events if self._streams else max(len(miss_events), 1)
         pending = _PendingJudgments(self.store, flush_events, self.flush_seconds)
 
         def completed(position: int, outcome: EvaluationOutcome) -> None:
+            key = miss_keys[position]
             if outcome.status == "ok" and outcome.judgment is not None:
                 pending.add(
                     JudgmentRecord(
-                        miss_keys[position],
-                        outcome.event_id,
-                        self.model,
-                        self.prompt_version,
-                        outcome.judgment,
+                        key, outcome.event_id, self.model, self.prompt_version, outcome.judgment
                     )
                 )
+            if on_outcome is not None:
+                on_outcome(first_miss[key], outcome)
+                for index in repeats.get(key, ()):
+                    on_outcome(index, _repeated(events[index], outcome))
 
         try:
             fresh = await self._evaluate_misses(miss_events, completed)
@@ -162,23 +172,7 @@ class CachingEvaluator:
             elif first_miss[key] == index:
                 outcomes.append(fresh_by_key[key])
             else:
-                repeated = fresh_by_key[key]
-                if repeated.status == "ok" and repeated.judgment is not None:
-                    outcomes.append(_cache_hit(event, repeated.judgment))
-                else:
-                    # Its usage was spent (and is counted) on the first occurrence.
-                    outcomes.append(
-                        replace(
-                            repeated,
-                            event_id=event.event_id,
-                            model_calls=0,
-                            unsent_requests=0,
-                            usage=TokenUsage(),
-                        )
-                    )
-        if on_outcome is not None:
-            for index, outcome in enumerate(outcomes):
-                on_outcome(index, outcome)
+                outcomes.append(_repeated(event, fresh_by_key[key]))
         return outcomes
 
     async def _evaluate_misses(
@@ -193,6 +187,16 @@ class CachingEvaluator:
             for position, outcome in enumerate(fresh):
                 completed(position, outcome)
         return fresh
+
+
+def _repeated(event: RetrievalEvent, first: EvaluationOutcome) -> EvaluationOutcome:
+    """The outcome of an event repeating one judged earlier in the same batch."""
+    if first.status == "ok" and first.judgment is not None:
+        return _cache_hit(event, first.judgment)
+    # Its usage was spent (and is counted) on the first occurrence.
+    return replace(
+        first, event_id=event.event_id, model_calls=0, unsent_requests=0, usage=TokenUsage()
+    )
 
 
 def _cache_hit(event: RetrievalEvent, judgment: Judgment) -> EvaluationOutcome:

@@ -23,11 +23,8 @@ from seer_metrics.agreement import (
     write_events_jsonl,
 )
 from seer_pipelines.cli import UsageError
-from seer_pipelines.cli.evaluate import (
-    add_evaluator_arguments,
-    build_command_evaluator,
-    check_input_file,
-)
+from seer_pipelines.cli.evaluate import check_input_file
+from seer_pipelines.cli.judge_options import add_evaluator_arguments, build_command_evaluator
 
 PROGRESS_MIN_EXAMPLES = 200
 

@@ -4,7 +4,8 @@ One event object a line, the shape of a warehouse row (`event_id`, `event_ts`, `
 `context`, `metadata`); `.jsonl.gz` works too. A bad line (not JSON, not a valid event)
 never stops the run: it becomes an `invalid` row whose reason names its line number.
 Events are judged in batches, so memory stays bounded on large files, and `--out` gets
-one flat JSON line per input line, in the input's order.
+one flat JSON line per input line, in the input's order, each written and flushed as soon
+as it and the lines before it are scored: a run killed half-way keeps what it scored.
 
 Judgments are cached by default in `.seer/judgments.sqlite` (next to the demo's
 warehouse; `--cache PATH` elsewhere, `--no-cache` for none), so a re-run of the same file
@@ -25,21 +26,21 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from seer_metrics.evaluators import build_evaluator
-from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator
-from seer_metrics.evaluators.caching import CachingEvaluator
+from seer_metrics.evaluators.base import EvaluationOutcome, Evaluator, OutcomeCallback
+from seer_metrics.evaluators.caching import accepts_outcome_callback
 from seer_metrics.events import InvalidEventError, RetrievalEvent
-from seer_metrics.judgment_store import JudgmentStore
 from seer_metrics.rows import event_metric_rows, invalid_row, judged_row, score_line_row
 from seer_metrics.text.jsonl import numbered_lines, open_binary, parse_json_line
 from seer_metrics.text.redaction import redact_url
 from seer_metrics.totals import ScoreTotals
 from seer_pipelines.cli import UsageError
-from seer_pipelines.settings import environment, setting
-from seer_pipelines.warehouse.engine import create_warehouse_engine
+from seer_pipelines.cli.judge_options import (
+    DEFAULT_CACHE,
+    add_evaluator_arguments,
+    build_command_evaluator,
+)
 
 DEFAULT_BATCH_SIZE = 256
-DEFAULT_CACHE = ".seer/judgments.sqlite"
 # Exit code when the file was read but no event in it could be scored.
 EXIT_NOTHING_SCORED = 1
 PROGRESS_MIN_LINES = 500  # shorter files finish before a bar would tell anything
@@ -63,165 +64,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_BATCH_SIZE,
         help=f"events judged per batch (default {DEFAULT_BATCH_SIZE})",
     )
-
-
-def _per_minute(text: str) -> float | None:
-    """A per-minute limit: a positive number, or `none` for no client-side pacing."""
-    if text.strip().lower() == "none":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(
-            f"must be a positive number or 'none' (no pacing), got {text!r}"
-        )
-    return value
-
-
-def _concurrency(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
-
-
-# Flag -> the LLM setting it sets (over SEER_LLM_REQUESTS_PER_MINUTE,
-# SEER_LLM_TOKENS_PER_MINUTE, SEER_LLM_MAX_CONCURRENCY, SEER_LLM_MAX_TOKENS and
-# SEER_LLM_TIMEOUT_SECONDS).
-PACING_FLAGS = {
-    "--rpm": "requests_per_minute",
-    "--tpm": "tokens_per_minute",
-    "--concurrency": "max_concurrency",
-    "--max-tokens": "max_completion_tokens",
-    "--timeout": "timeout_seconds",
-}
-
-
-def add_evaluator_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--evaluator`, `--model`, the cache and the LLM judge's pacing: shared with
-    `seer calibrate`."""
-    parser.add_argument(
-        "--evaluator",
-        default=setting("SEER_EVALUATOR") or "lexical",
-        help="lexical (offline heuristic, the default) or openai (env SEER_EVALUATOR)",
-    )
-    parser.add_argument(
-        "--model",
-        default=setting("SEER_EVALUATOR_MODEL"),
-        help="evaluator model (env SEER_EVALUATOR_MODEL)",
-    )
-    cache = parser.add_mutually_exclusive_group()
-    cache.add_argument(
-        "--cache",
-        metavar="PATH",
-        default=DEFAULT_CACHE,
-        help="SQLite file (or SQLAlchemy URL) of stored judgments, so a repeat makes no "
-        f"model call (default {DEFAULT_CACHE})",
-    )
-    cache.add_argument(
-        "--no-cache",
-        dest="cache",
-        action="store_const",
-        const=None,
-        help="judge every event again and store nothing",
-    )
-    pacing = parser.add_argument_group(
-        "pacing, cap and timeout of the openai evaluator (default: environment)"
-    )
-    pacing.add_argument(
-        "--rpm",
-        type=_per_minute,
-        default=argparse.SUPPRESS,
-        metavar="N",
-        help="requests per minute the endpoint allows, or 'none' for no pacing "
-        "(env SEER_LLM_REQUESTS_PER_MINUTE, default 500)",
-    )
-    pacing.add_argument(
-        "--tpm",
-        type=_per_minute,
-        default=argparse.SUPPRESS,
-        metavar="N",
-        help="tokens per minute the endpoint allows, or 'none' "
-        "(env SEER_LLM_TOKENS_PER_MINUTE, default 200000)",
-    )
-    pacing.add_argument(
-        "--concurrency",
-        type=_concurrency,
-        default=argparse.SUPPRESS,
-        metavar="N",
-        help="requests in flight at once (env SEER_LLM_MAX_CONCURRENCY, default 16)",
-    )
-    pacing.add_argument(
-        "--max-tokens",
-        type=_concurrency,
-        default=argparse.SUPPRESS,
-        metavar="N",
-        help="completion cap of one reply; on a slow endpoint it must fit the timeout "
-        "(env SEER_LLM_MAX_TOKENS, default 1500)",
-    )
-    pacing.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=argparse.SUPPRESS,
-        metavar="S",
-        help="seconds one call may take, its whole reply included "
-        "(env SEER_LLM_TIMEOUT_SECONDS, default 60)",
-    )
-
-
-def _pacing_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The LLM settings given as flags; they win over the environment."""
-    given = {flag: name for flag, name in PACING_FLAGS.items() if hasattr(args, _dest(flag))}
-    if given and args.evaluator.strip().lower() != "openai":
-        raise UsageError(
-            f"{', '.join(given)}: applies to --evaluator openai only "
-            f"(this run uses --evaluator {args.evaluator})"
-        )
-    return {name: getattr(args, _dest(flag)) for flag, name in given.items()}
-
-
-def _dest(flag: str) -> str:
-    return flag[2:].replace("-", "_")
-
-
-def build_command_evaluator(args: argparse.Namespace) -> Evaluator:
-    """The evaluator named on the command line, wrapped in the judgment cache if asked."""
-    pacing = _pacing_settings(args)
-    store = None
-    if args.cache:
-        try:
-            store = JudgmentStore(create_warehouse_engine(args.cache, setting="--cache"))
-        except Exception as error:
-            where = redact_url(args.cache) if "://" in args.cache else args.cache
-            detail = str(error).replace(args.cache, where)
-            raise UsageError(
-                f"--cache {where}: cannot open the judgment store ({detail})"
-            ) from None
-    try:
-        # The store also keeps the LLM judge's requirement lists, so K is stable across runs.
-        evaluator = build_evaluator(
-            args.evaluator, model=args.model, store=store, environ=environment(), **pacing
-        )
-    except ValueError as error:
-        raise UsageError(f"--evaluator {args.evaluator}: {error}") from None
-    if store is None:
-        return evaluator
-    return CachingEvaluator(evaluator, store)
 
 
 @dataclass
@@ -260,11 +102,17 @@ class ScoreSummary:
         return "\n".join(lines)
 
 
-async def _judge(evaluator: Evaluator, events: list[RetrievalEvent]) -> list[dict[str, Any]]:
+async def _judge(
+    evaluator: Evaluator, events: list[RetrievalEvent], on_outcome: OutcomeCallback | None = None
+) -> list[dict[str, Any]]:
     """Judge one batch into `seer_judgments` rows; an evaluator that raises turns the
-    batch into error rows (and never stops the file)."""
+    batch into error rows (and never stops the file). `on_outcome` is passed to an
+    evaluator that reports each outcome as it completes."""
     try:
-        outcomes = await evaluator.evaluate(events)
+        if on_outcome is not None and accepts_outcome_callback(evaluator):
+            outcomes = await evaluator.evaluate(events, on_outcome=on_outcome)  # type: ignore[call-arg]
+        else:
+            outcomes = await evaluator.evaluate(events)
         if len(outcomes) != len(events):
             raise RuntimeError(f"returned {len(outcomes)} outcomes for {len(events)} events")
     except Exception as error:
@@ -295,28 +143,59 @@ async def score_file(
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: tqdm | None = None,
 ) -> ScoreSummary:
-    """Score every line of `path`, writing rows to `out` in input order."""
+    """Score every line of `path`, writing rows to `out` in input order.
+
+    Each line is written and flushed as soon as it and every line before it are scored
+    (an evaluator that reports outcomes one by one lets this happen within a batch), so a
+    run killed half-way leaves every line up to the first event still being judged.
+    """
     summary = ScoreSummary()
     pending: list[RetrievalEvent | dict[str, Any]] = []
     pending_lines: list[int] = []
 
-    async def flush() -> None:
-        to_judge = [item for item in pending if isinstance(item, RetrievalEvent)]
-        judged = iter(await _judge(evaluator, to_judge)) if to_judge else iter(())
-        judgment_rows = [
-            next(judged) if isinstance(item, RetrievalEvent) else item for item in pending
-        ]
+    def emit(judgment_rows: list[dict[str, Any]], lines: list[int]) -> None:
         summary.unsent_requests += sum(row.get("unsent_requests", 0) for row in judgment_rows)
-        metric_rows = event_metric_rows(judgment_rows)
-        for line, metric_row in zip(pending_lines, metric_rows, strict=True):
+        for line, metric_row in zip(lines, event_metric_rows(judgment_rows), strict=True):
             row = score_line_row(line, metric_row)
             summary.add(row)
             if out is not None:
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if out is not None:
+            out.flush()
         if progress is not None:
-            progress.update(len(pending))
+            progress.update(len(lines))
+
+    async def flush() -> None:
+        items, lines = list(pending), list(pending_lines)
         pending.clear()
         pending_lines.clear()
+        rows: list[dict[str, Any] | None] = [
+            None if isinstance(item, RetrievalEvent) else item for item in items
+        ]
+        at = [index for index, item in enumerate(items) if isinstance(item, RetrievalEvent)]
+        written = 0
+
+        def write_ready() -> None:
+            nonlocal written
+            end = written
+            while end < len(rows) and rows[end] is not None:
+                end += 1
+            if end > written:
+                emit(rows[written:end], lines[written:end])  # type: ignore[arg-type]
+                written = end
+
+        def scored(position: int, outcome: EvaluationOutcome) -> None:
+            index = at[position]
+            rows[index] = judged_row(items[index], outcome, evaluator)  # type: ignore[arg-type]
+            write_ready()
+
+        write_ready()  # the invalid lines before the first event
+        to_judge = [items[index] for index in at]
+        judged = await _judge(evaluator, to_judge, scored) if to_judge else []  # type: ignore[arg-type]
+        for index, row in zip(at, judged, strict=True):
+            if rows[index] is None:  # not reported one by one
+                rows[index] = row
+        write_ready()
 
     for line_number, text, error in numbered_lines(path):
         if error is not None:

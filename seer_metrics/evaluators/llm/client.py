@@ -188,15 +188,16 @@ class Connection:
         """
         profile = self.profile
         calls = Attempts()
-        # Each pass changes the request: at most every mode and both names of the cap.
-        for _ in range(len(OUTPUT_MODES) + len(CAP_FIELDS)):
-            probe = not profile.settled
-            if probe:
-                await self.probing.acquire()
-                if profile.settled:  # learned while this call waited
-                    self.probing.release()
-                    probe = False
-            try:
+        before = profile.snapshot()
+        probe = False  # whether this call holds `probing`: from its first unsettled pass on
+        try:
+            # Each pass changes the request: at most every mode and both names of the cap.
+            for _ in range(len(OUTPUT_MODES) + len(CAP_FIELDS)):
+                if not profile.settled and not probe:
+                    await self.probing.acquire()
+                    probe = not profile.settled  # else learned while this call waited
+                    if not probe:
+                        self.probing.release()
                 mode, cap_field = profile.mode, profile.cap_field
                 try:
                     completed = await self._send(
@@ -217,6 +218,9 @@ class Connection:
                             profile.cap_field,
                         )
                         continue
+                    # Rejected in every shape tried: the request was at fault (a prompt
+                    # too long, say), not the shape it was first sent in.
+                    profile.restore(before, after=(mode, cap_field))
                     raise CallFailedError(
                         REQUEST_REJECTED, rejected.detail, TokenUsage(), calls
                     ) from None
@@ -228,9 +232,9 @@ class Connection:
                 if completed.usage.completion_tokens > max_completion_tokens:
                     profile.cap_ignored(cap_field)
                 return replace(completed, calls=calls + completed.calls)
-            finally:
-                if probe:
-                    self.probing.release()
+        finally:
+            if probe:
+                self.probing.release()
         raise CallFailedError(
             REQUEST_REJECTED, "the endpoint rejected every request shape", TokenUsage(), calls
         )

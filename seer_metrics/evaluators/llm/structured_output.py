@@ -136,6 +136,19 @@ class OutputProfile:
         self.settled = False
         return True
 
+    def snapshot(self) -> tuple[str, str, bool, frozenset[str]]:
+        return self.mode, self.cap_field, self.settled, frozenset(self._refused_cap_fields)
+
+    def restore(
+        self, snapshot: tuple[str, str, bool, frozenset[str]], after: tuple[str, str]
+    ) -> None:
+        """Undo one call's step-downs when every shape it tried was rejected: it was the
+        request at fault, so no shape was learned from it. Left alone when another call
+        has changed the profile since (`after` is what this call last sent)."""
+        if (self.mode, self.cap_field) == after and not self.settled:
+            self.mode, self.cap_field, self.settled, refused = snapshot
+            self._refused_cap_fields = set(refused)
+
     def cap_ignored(self, cap_field: str) -> None:
         """A reply ran past the cap sent as `cap_field`: the endpoint reads another name."""
         if (

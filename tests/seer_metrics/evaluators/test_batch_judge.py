@@ -175,6 +175,19 @@ def test_collect_reports_each_failed_line_with_its_reason(server, tmp_path) -> N
     assert store.count()["seer_requirement_cache"] == 1
 
 
+def test_an_empty_requirement_list_in_a_batch_is_a_failed_line_never_stored(
+    server, tmp_path
+) -> None:
+    store = _store(tmp_path)
+    judge = _judge(server, store)
+    server.judge.inject("empty_requirements", schema=REQUIREMENTS_SCHEMA_NAME, times=1)
+    (record,) = judge.submit(REQUIREMENTS_PHASE, EVENTS)
+    collection = judge.collect(record, EVENTS)
+    (reason,) = collection.failures.values()
+    assert reason.startswith("no_requirements: ")
+    assert store.count()["seer_requirement_cache"] == 1  # the other query's list only
+
+
 def test_an_expired_phase_is_resubmitted_once_for_what_is_unanswered(server, tmp_path) -> None:
     store = _store(tmp_path)
     judge = _judge(server, store)

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from seer_metrics.agreement import load_examples, write_events_jsonl
 from seer_metrics.evaluators.llm import LLMEvaluator
 from seer_pipelines.cli import build_parser, main
-from seer_pipelines.cli.evaluate import DEFAULT_CACHE, build_command_evaluator
+from seer_pipelines.cli.judge_options import DEFAULT_CACHE, build_command_evaluator
 from seer_pipelines.demo import DATA_DIR
 from seer_testing.fake_judge import FakeJudgeServer, GoldOracle, GoldRequirement
 
@@ -485,3 +485,41 @@ def test_judgments_are_cached_by_default_so_a_rerun_makes_no_call(
 
     assert main([*argv, "--no-cache"]) == 0
     assert judge.count() > calls
+
+
+def test_a_killed_run_keeps_the_lines_it_scored(judge: FakeJudgeServer, tmp_path: Path) -> None:
+    """`--out` is written and flushed line by line, in input order: a run killed while the
+    last event is still being judged has the five lines before it on disk (before, the
+    file was written once per batch and was empty)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    events = tmp_path / "events.jsonl"
+    lines = [{**GOOD, "event_id": f"e{index}"} for index in range(1, 6)]
+    lines.append({**UNSUPPORTED, "event_id": "e6"})  # its judge call hangs
+    events.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    judge.hang_seconds = 120
+    judge.inject("hang", query=UNSUPPORTED["task"], times=None)
+    out = tmp_path / "scores.jsonl"
+    argv = ["evaluate", str(events), "--evaluator", "openai", "--no-cache", "--out", str(out)]
+    argv += ["--rpm", "none", "--tpm", "none", "--timeout", "100"]
+    code = f"from seer_pipelines.cli import main; raise SystemExit(main({argv!r}))"
+    process = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, env=os.environ.copy())
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            if out.exists() and out.read_text().count("\n") >= 5:
+                break
+            time.sleep(0.1)
+        assert process.poll() is None, "the run ended before it could be killed"
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [row["line"] for row in rows] == [1, 2, 3, 4, 5]
+    assert [row["status"] for row in rows] == ["ok"] * 5

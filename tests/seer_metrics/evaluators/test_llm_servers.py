@@ -9,7 +9,6 @@ import json
 import time
 
 import pytest
-from judge_examples import CONTEXT, GOLD, OTHER_QUERY, QUERY
 
 from seer_metrics import RetrievalEvent
 from seer_metrics.evaluators.caching import CachingEvaluator
@@ -33,6 +32,7 @@ from seer_testing.judge_dialects import (
     STRICT_422,
     ServerDialect,
 )
+from tests.judge_examples import CONTEXT, GOLD, OTHER_QUERY, QUERY
 
 EXPECTED_SUPPORT = [("p1",), ("p2",)]  # QUERY's two requirements, as the gold says
 
@@ -323,3 +323,63 @@ def test_slice_metrics_and_the_error_share_count_an_empty_list_as_a_failed_judgm
     assert overall["mean_precision"] == pytest.approx(metric_rows[1]["precision"])
     summary = JudgingSummary(judged=1, error_reasons={"no_requirements": 1})
     assert summary.error_share == 0.5  # what the judging step's guard compares
+
+
+def test_seer_evaluate_against_llama_cpp_python_scores_what_openai_scores(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """The issue's "done when": against a server answering json_schema with
+    llama-cpp-python's 500 and honouring json_object, `seer evaluate` scores every event as
+    the OpenAI-shaped server does, with about two calls an event (before: 40 of 40 errors
+    after 5 calls each)."""
+    import argparse
+
+    from seer_pipelines.cli import evaluate as evaluate_command
+
+    events = _forty_events()
+    path = tmp_path / "events.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"event_id": e.event_id, "task": e.task, "context": CONTEXT}) + "\n"
+            for e in events
+        )
+    )
+
+    def scores(dialect: ServerDialect, name: str) -> tuple[list[dict], int]:
+        with FakeJudgeServer(GoldOracle(GOLD), dialect=dialect) as server:
+            monkeypatch.setenv("OPENAI_API_KEY", "unused")
+            monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+            out = tmp_path / f"{name}.jsonl"
+            parser = argparse.ArgumentParser()
+            evaluate_command.add_arguments(parser)
+            argv = [str(path), "--evaluator", "openai", "--model", "local", "--out", str(out)]
+            argv += ["--cache", str(tmp_path / f"{name}.sqlite"), "--rpm", "none", "--tpm", "none"]
+            assert evaluate_command.run(parser.parse_args(argv)) == 0
+            return [json.loads(line) for line in out.read_text().splitlines()], len(server.requests)
+
+    llama_rows, llama_calls = scores(LLAMA_CPP_PYTHON, "llama")
+    openai_rows, _ = scores(OPENAI, "openai")
+    assert [row["status"] for row in llama_rows] == ["ok"] * len(events)
+    metrics = ("recall", "precision", "f1", "ndcg", "k", "cited_ids")
+    assert [[row[m] for m in metrics] for row in llama_rows] == [
+        [row[m] for m in metrics] for row in openai_rows
+    ]
+    assert llama_calls <= 2 * len(events) + 1
+    assert f"model calls: {llama_calls}" in capsys.readouterr().out
+
+
+def test_a_request_rejected_in_every_shape_teaches_no_shape() -> None:
+    """The run's first request is refused whatever its shape (its content is at fault):
+    the next events are still asked in strict json_schema, not in plain instructions."""
+    with FakeJudgeServer(GoldOracle(GOLD)) as server:
+        server.inject("bad_request", query=QUERY, times=None)
+        first, second = _run(
+            _evaluator(server, max_concurrency=1), [_event("e1"), _event("e2", OTHER_QUERY)]
+        )
+        assert [r.response_format for r in server.requests if r.status == 400] == [
+            "json_schema",
+            "json_object",
+            "text",
+        ]
+    assert first.reason.startswith("request_rejected: HTTP 400") and first.model_calls == 3
+    assert second.status == "ok" and second.judgment.output_mode == "json_schema"
