@@ -241,9 +241,14 @@ def _slice_history(
     """The days a rule on `statistic` may learn from on slice `label`: not the days of its
     breakage (`excluded_days`), and only days judged by today's judge."""
     excluded = set(excluded_days.get((statistic, label), ()))
+    note = ""
     if judge is not None and past is not None and "judge" in past.columns:
-        excluded.update(past.loc[past["judge"].notna() & (past["judge"] != judge), "_day"])
-    return SliceHistory(past, frozenset(excluded), config.baseline_lookback_days)
+        other = past[past["judge"].notna() & (past["judge"] != judge)]
+        excluded.update(other["_day"])
+        if len(other):
+            last = other.loc[other["_day"].idxmax()]
+            note = wording.judge_change_note(judge, str(last["judge"]), last["_day"])
+    return SliceHistory(past, frozenset(excluded), config.baseline_lookback_days, note)
 
 
 def evaluate_rules(
@@ -302,14 +307,18 @@ def evaluate_rules(
                 _judge_of(row),
             )
             if volume:
-                outcomes.append(evaluate_volume(rule, row, settings, base, slice_history))
+                outcome = evaluate_volume(rule, row, settings, base, slice_history)
             elif rule.kind == "threshold":
-                outcomes.append(evaluate_level(rule, row, settings, base, slice_history))
+                outcome = evaluate_level(rule, row, settings, base, slice_history)
             else:
                 baseline, description = _drop_baseline(
                     rule, today_rows, slice_history, day or date.min
                 )
-                outcomes.append(_evaluate_drop(rule, row, settings, base, baseline, description))
+                outcome = _evaluate_drop(rule, row, settings, base, baseline, description)
+            if slice_history.judge_note and rule.trailing_days:
+                note = slice_history.judge_note
+                outcome = outcome.replace(message=f"{outcome.message}; {note}", judge_note=note)
+            outcomes.append(outcome)
     return control_false_discoveries(outcomes, config.false_discovery_rate)
 
 

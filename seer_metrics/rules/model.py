@@ -231,6 +231,8 @@ class CheckOutcome:
     # must move that way to page again (the rule's `escalation_step`).
     worse_when: Comparison = "below"
     escalation_step: float | None = None
+    # Set when earlier days were judged by another judge and left out of the baseline.
+    judge_note: str = ""
 
     def __post_init__(self) -> None:
         if self.partition_date is not None and not isinstance(self.partition_date, date):

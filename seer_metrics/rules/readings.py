@@ -117,6 +117,7 @@ class SliceHistory:
     past: pd.DataFrame | None = None
     excluded: frozenset[date] = frozenset()
     lookback_days: int = 0
+    judge_note: str = ""
 
 
 def window_start(

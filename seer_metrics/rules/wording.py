@@ -23,7 +23,34 @@ def format_value(statistic: str, value: float | None) -> str:
         return "n/a"
     if statistic in SHARE_STATISTICS:
         return f"{value:.1%}"
+    if statistic == "mean_n":
+        return f"{value:.1f}"
+    if statistic == "events":
+        return f"{value:,.0f}"
     return f"{value:.3f}"
+
+
+# What a failing change means, in the words of the trouble it is ({now}, {was}, {events}).
+TROUBLE_PHRASES = {
+    "mean_n": "context bloat: {now} passages an event (was {was})",
+    "share_precision_below_bloat": "context bloat: {now} of events below the bloat line "
+    "(was {was})",
+    "share_empty_context": "{now} of contexts are empty (was {was})",
+    "share_failed": "{now} of events could not be judged (was {was})",
+    "events": "{now} events, normally about {was}: events may be missing upstream",
+}
+
+
+def trouble_phrase(outcome: CheckOutcome) -> str:
+    """The change as the trouble a user acts on: "25.0% of contexts are empty (was 0.0%)",
+    "recall 0.000 (was 0.810), 102 events"."""
+    statistic = outcome.statistic
+    now = format_value(statistic, outcome.observed)
+    was = format_value(statistic, outcome.baseline)
+    template = TROUBLE_PHRASES.get(statistic, "{metric} {now} (was {was}), {events} events")
+    return template.format(
+        now=now, was=was, metric=metric_name(statistic), events=f"{outcome.sample_size:,}"
+    )
 
 
 def statistic_label(statistic: str) -> str:
@@ -171,9 +198,16 @@ def outcome_summary(outcome: CheckOutcome) -> str:
     sample = f"{outcome.sample_size:,}"
     if outcome.kind == "drop" and outcome.delta is not None and outcome.baseline is not None:
         noise = f" beyond noise {outcome.noise:.3f}" if outcome.noise is not None else ""
+        if statistic == "events":
+            return (
+                f"{trouble_phrase(outcome)} ({outcome.delta:.0%} fewer than its normal in "
+                f"{outcome.baseline_label or 'the baseline'}; alerts on a loss >= "
+                f"{outcome.threshold:.0%}{noise})"
+            )
         fell = (outcome.observed or 0.0) <= outcome.baseline
         movement, change = ("fell", "drop") if fell else ("rose", "rise")
         return (
+            f"{trouble_phrase(outcome)}; "
             f"{label} {movement} by {abs(outcome.delta):.3f}: {observed} over {sample} events vs "
             f"{format_value(statistic, outcome.baseline)} in "
             f"{outcome.baseline_label or 'the baseline'} "
@@ -300,3 +334,11 @@ def volume_message(
     if lost > noise:
         return f"{summary} ({lost:.0%} fewer, beyond noise but less than an alerting loss)"
     return f"{summary}: within its normal volume"
+
+
+def judge_change_note(judge: str, earlier: str, last_day: object) -> str:
+    """Why a rule compares with fewer days: the judge changed, so a new baseline starts."""
+    return (
+        f"judged by {judge} (was {earlier} until {last_day}): a new baseline starts, "
+        "earlier days are not compared"
+    )

@@ -81,6 +81,9 @@ def check_result_metadata(rule_name: str, outcomes: Sequence[CheckOutcome]) -> d
         "failing_slices": MetadataValue.json([o.to_dict() for o in failing]),
         "slices": MetadataValue.md(outcomes_markdown(outcomes) if outcomes else "no slices"),
     }
+    judge_notes = sorted({o.judge_note for o in outcomes if o.judge_note})
+    if judge_notes:
+        metadata["judge_change"] = "; ".join(judge_notes)
     for o in outcomes:
         if o.observed is not None:
             metadata[f"observed/{o.slice}"] = float(o.observed)

@@ -32,7 +32,7 @@ from seer_metrics.rules import (
     slice_matches,
     wilson_interval,
 )
-from seer_metrics.rules.wording import rest_phrase
+from seer_metrics.rules.wording import outcome_summary, rest_phrase
 from seer_metrics.slices import SLICE_COLUMNS, slice_metrics
 from seer_testing.slice_rows import healthy_slice_row
 
@@ -871,3 +871,90 @@ def test_a_drop_spread_over_the_parent_is_not_explained_by_the_child() -> None:
 
 def rows(frame_: pd.DataFrame) -> dict:
     return {str(row["slice"]): row for row in frame_.to_dict("records")}
+
+
+@pytest.mark.parametrize(
+    ("statistic", "observed", "baseline", "words"),
+    [
+        ("mean_n", 8.0, 4.0, "context bloat: 8.0 passages an event (was 4.0)"),
+        ("share_empty_context", 0.25, 0.0, "25.0% of contexts are empty (was 0.0%)"),
+        ("share_failed", 0.12, 0.01, "12.0% of events could not be judged (was 1.0%)"),
+        ("mean_recall", 0.0, 0.81, "recall 0.000 (was 0.810), 102 events"),
+        ("events", 28.0, 300.0, "28 events, normally about 300: events may be missing upstream"),
+    ],
+)
+def test_a_failing_change_is_named_as_the_trouble_it_is(statistic, observed, baseline, words):
+    change = CheckOutcome(
+        rule="r",
+        slice="tenant=t7",
+        status="fail",
+        severity="ERROR",
+        statistic=statistic,
+        observed=observed,
+        threshold=0.1,
+        sample_size=102,
+        message="",
+        baseline=baseline,
+        baseline_label="the trailing 7 days",
+        delta=abs(baseline - observed),
+        kind="drop",
+    )
+    assert outcome_summary(change).startswith(words)
+
+
+def test_a_judge_change_starts_a_new_baseline_instead_of_paging() -> None:
+    """A day judged by another judge is compared only with days of the same judge: a
+    stricter judge lowering recall by 0.3 gives no baseline, annotated, never a drop."""
+    past = history("env=prod", WEEK, mean_recall=0.8, judge="ideal:gold:v1")
+    today = frame(slice_row(DAY, "env=prod", mean_recall=0.5, judge="lexical:lexical-v1:h3"))
+    result = outcome(evaluate_rules(DEFAULT_RULES, today, past), "recall_drop", "env=prod")
+    assert result.status == "no_baseline"
+    assert result.judge_note.startswith("judged by lexical:lexical-v1:h3 (was ideal:gold:v1")
+    assert "a new baseline starts" in result.message
+    same_judge = history("env=prod", WEEK, mean_recall=0.8, judge="lexical:lexical-v1:h3")
+    again = outcome(evaluate_rules(DEFAULT_RULES, today, same_judge), "recall_drop", "env=prod")
+    assert again.failed and not again.judge_note
+
+
+def test_the_baseline_stays_at_its_pre_incident_level_while_the_incident_lasts() -> None:
+    """Days of an open incident are left out: a week of breakage does not become normal."""
+    days = [f"2026-11-{d:02d}" for d in range(8, 29)]  # 21 days before DAY
+    clean, broken = days[:14], days[14:]
+    past = frame(
+        *(slice_row(day, "env=prod", mean_recall=0.8) for day in clean),
+        *(slice_row(day, "env=prod", mean_recall=0.4) for day in broken),
+    )
+    today = frame(slice_row(DAY, "env=prod", mean_recall=0.4))
+    learned = outcome(evaluate_rules(DEFAULT_RULES, today, past), "recall_drop", "env=prod")
+    assert not learned.failed  # without exclusions the breakage is the new normal
+    excluded = {("mean_recall", "env=prod"): frozenset(date.fromisoformat(d) for d in broken)}
+    frozen = evaluate_rules(DEFAULT_RULES, today, past, excluded_days=excluded)
+    result = outcome(frozen, "recall_drop", "env=prod")
+    assert result.failed and result.baseline == pytest.approx(0.8)
+    assert "before the incident" in (result.baseline_label or "")
+
+
+def test_baseline_exclusions_are_the_days_of_a_change_incident_never_of_a_level() -> None:
+    from seer_metrics.rules.incidents import Verdict, baseline_exclusions
+
+    days = [date(2026, 11, 1) + timedelta(days=i) for i in range(6)]
+
+    def verdict(day: date, rule: str, status: str) -> Verdict:
+        kind = "drop" if rule == "recall_drop" else "threshold"
+        return Verdict(day, rule, "env=prod", kind, status, "ERROR")  # type: ignore[arg-type]
+
+    verdicts = [
+        verdict(days[0], "recall_drop", "pass"),
+        verdict(days[1], "recall_drop", "fail"),
+        verdict(days[2], "recall_drop", "inconclusive"),  # not back within noise yet
+        # days[3]: no verdict (not enough data): still inside the incident
+        verdict(days[4], "recall_drop", "pass"),  # recovered: the incident closes
+        *(verdict(day, "recall_other_slices", "fail") for day in days),  # a chronic level
+    ]
+    change_rules = DEFAULT_RULES.change_rules()
+    assert "recall_other_slices" not in change_rules
+    excluded = baseline_exclusions(verdicts, change_rules, days[5])
+    assert excluded == {("mean_recall", "env=prod"): frozenset(days[1:4])}
+    # while it is open, every day up to the one evaluated is left out
+    open_now = baseline_exclusions(verdicts[:3], change_rules, days[4])
+    assert open_now == {("mean_recall", "env=prod"): frozenset(days[1:4])}

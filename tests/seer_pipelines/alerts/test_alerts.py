@@ -193,10 +193,12 @@ def test_one_message_summarises_every_failing_check_of_the_partition(outbox, tmp
     flag = texts[3].splitlines()
     assert flag[0] == "*feature_flag=retrieval-v2*"
     assert flag[1].startswith(
-        ":red_circle: *ERROR* `f1_drop`: mean f1 fell by 0.310: 0.520 over 312 events vs "
-        "0.830 in the trailing 7 days (2,100 events); alerts on a drop &gt;= 0.20"
+        ":red_circle: *ERROR* `f1_drop`: f1 0.520 (was 0.830), 312 events; mean f1 fell by "
+        "0.310: 0.520 over 312 events vs 0.830 in the trailing 7 days (2,100 events); alerts "
+        "on a drop &gt;= 0.20"
     )
-    assert flag[2].startswith(":large_orange_circle: *WARN* `ndcg_drop`: mean ndcg fell by")
+    assert flag[2].startswith(":large_orange_circle: *WARN* `ndcg_drop`: ndcg ")
+    assert "mean ndcg fell by" in flag[2]
     assert texts[4] == (
         "Top missing requirements in feature_flag=retrieval-v2: "
         "“The nationality of that director” (41 events)"
@@ -410,7 +412,7 @@ def test_without_token_alerts_go_to_the_console(outbox, caplog, monkeypatch) -> 
     printed = caplog.text
     assert "Seer: retrieval quality alert for 2026-11-29" in printed
     assert "tenant=<b>&co\n" in printed
-    assert "ERROR `f1_drop`: mean f1 fell by 0.310" in printed
+    assert "ERROR `f1_drop`: f1 0.520 (was 0.830), 312 events; mean f1 fell by 0.310" in printed
     assert outbox.rows(DAY)[0].delivered_to == "console"
 
 
