@@ -58,6 +58,9 @@ def evaluate_level(
     )
     bound_note: tuple[float, float] | None = None
     inconclusive = False
+    # How much two days' readings differ by chance: what an open incident's worsening
+    # must exceed to page again (None without a confidence: any move of the step counts).
+    noise: float | None = None
     if rule.confidence is not None:
         # A sampled day's statistic carries its sampling error too (see day_variance).
         if statistic in SHARE_STATISTICS:
@@ -79,6 +82,7 @@ def evaluate_level(
                 breach > settings.threshold,
                 health <= settings.threshold,
             )
+        noise = math.sqrt(2) * (high - low) / 2
         if beyond:
             bound_note = (rule.confidence, breach)
         beyond = clearly_beyond
@@ -89,6 +93,7 @@ def evaluate_level(
         observed=observed,
         sample_size=sample,
         inconclusive=inconclusive,
+        noise=noise,
         message=wording.threshold_message(
             _reading(rule, settings, label, observed, sample), beyond, bound_note
         ),

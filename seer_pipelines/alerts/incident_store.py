@@ -23,12 +23,12 @@ from datetime import date
 import sqlalchemy as sa
 
 from seer_metrics.rules import CheckOutcome, as_date
+from seer_metrics.rules.breakage import baseline_exclusions
 from seer_metrics.rules.incidents import (
     Incident,
     IncidentChanges,
     Verdict,
     advance_incidents,
-    baseline_exclusions,
     incident_runs,
     open_before,
 )

@@ -16,12 +16,12 @@ from datetime import date, timedelta
 import pandas as pd
 
 from seer_metrics.rules import CheckOutcome, RulesConfig, as_date, evaluate_rules
+from seer_metrics.rules.breakage import baseline_exclusions
 from seer_metrics.rules.incidents import (
     Incident,
     IncidentChanges,
     Verdict,
     advance_incidents,
-    baseline_exclusions,
 )
 
 

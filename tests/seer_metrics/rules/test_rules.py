@@ -195,6 +195,7 @@ def test_minimum_sample_gives_not_enough_data_never_pass_or_fail() -> None:
         "recall_other_slices",
         "precision_tail",
         "recall_drop",
+        "recall_drift",
         "f1_drop",
         "ndcg_drop",
         "precision_drop",
@@ -935,7 +936,8 @@ def test_the_baseline_stays_at_its_pre_incident_level_while_the_incident_lasts()
 
 
 def test_baseline_exclusions_are_the_days_of_a_change_incident_never_of_a_level() -> None:
-    from seer_metrics.rules.incidents import Verdict, baseline_exclusions
+    from seer_metrics.rules.breakage import baseline_exclusions
+    from seer_metrics.rules.incidents import Verdict
 
     days = [date(2026, 11, 1) + timedelta(days=i) for i in range(6)]
 
@@ -953,8 +955,12 @@ def test_baseline_exclusions_are_the_days_of_a_change_incident_never_of_a_level(
     ]
     change_rules = DEFAULT_RULES.change_rules()
     assert "recall_other_slices" not in change_rules
-    excluded = baseline_exclusions(verdicts, change_rules, days[5])
+    excluded = baseline_exclusions(verdicts, change_rules, days[5], close_after_passes=1)
     assert excluded == {("mean_recall", "env=prod"): frozenset(days[1:4])}
+    # with three clear passes to close it, the incident is still open after one
+    assert baseline_exclusions(verdicts, change_rules, days[5], close_after_passes=3) == {
+        ("mean_recall", "env=prod"): frozenset(days[1:5])
+    }
     # while it is open, every day up to the one evaluated is left out
     open_now = baseline_exclusions(verdicts[:3], change_rules, days[4])
     assert open_now == {("mean_recall", "env=prod"): frozenset(days[1:4])}
