@@ -356,6 +356,7 @@ NOT_IMPORTED_DEPENDENCIES = {
     "dagster-webserver": "the UI that `dagster dev` and the webserver container start",
     "dagster-postgres": "the instance storage dagster.yaml names",
     "psycopg2-binary": "the PostgreSQL driver SQLAlchemy loads for postgresql+psycopg2 URLs",
+    "dagster-dg-cli": "the `dg` command: `dg check defs` in `make test`, `dg dev`, `dg launch`",
 }
 IMPORT_NAMES = {"pyyaml": "yaml", "slack-sdk": "slack_sdk"}
 

@@ -277,3 +277,18 @@ def test_the_compose_deployment_wires_the_served_code_location() -> None:
     for name in ("seer_webserver", "seer_daemon"):
         assert "workspace.yaml" in services[name]["entrypoint"]
 
+
+def test_the_dg_project_serves_the_module_workspace_yaml_loads() -> None:
+    """`dg check defs` / `dg dev` (pyproject's [tool.dg]) and `dagster dev -w workspace.yaml`
+    load one code location: `defs` of seer_pipelines.definitions, not an autoloaded defs/."""
+    import tomllib
+
+    import yaml
+
+    dg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["dg"]
+    assert dg["directory_type"] == "project"
+    [entry] = yaml.safe_load((ROOT / "workspace.yaml").read_text())["load_from"]
+    module = entry["python_module"]
+    assert dg["project"]["code_location_target_module"] == module["module_name"]
+    assert dg["project"]["code_location_name"] == module["location_name"]
+    assert dg["project"]["root_module"] == module["module_name"].split(".")[0]
