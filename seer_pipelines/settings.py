@@ -124,11 +124,6 @@ def comma_separated(text: str | None) -> list[str]:
     return list(dict.fromkeys(item for item in items if item))
 
 
-def number_setting(name: str, kind: type[int] | type[float]) -> int | float | None:
-    """A declared variable as a number; None when unset; a bad value fails naming it."""
-    return _number(name, setting(name), kind)
-
-
 def _number(name: str, text: str | None, kind: type[int] | type[float]) -> int | float | None:
     if text is None:
         return None

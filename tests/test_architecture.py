@@ -204,9 +204,7 @@ def test_only_the_settings_module_reads_the_environment():
 
 
 # The functions of the settings module that read the environment.
-ENVIRONMENT_READERS = frozenset(
-    {"setting", "number_setting", "secret", "environment", "load_settings"}
-)
+ENVIRONMENT_READERS = frozenset({"setting", "secret", "environment", "load_settings"})
 # The one read at import: the code location Dagster, `dg` and the code server load.
 IMPORT_TIME_READ = ("seer_pipelines.definitions", "defs")
 
