@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test dev bench lint format clean
+.PHONY: demo test check-defs dev bench lint format clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,14 +18,24 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(MAKE) --no-print-directory check-defs
 	$(BIN)/pytest -q -n auto --dist loadgroup
 
+# `dg check defs`: the code location loads as `dg`, `dagster dev` and the code server load
+# it. In a scratch instance (telemetry off), so it needs neither PostgreSQL nor the demo's.
+check-defs: $(STAMP)
+	@home=$$(mktemp -d); printf 'telemetry:\n  enabled: false\n' > "$$home/dagster.yaml"; \
+	DAGSTER_HOME="$$home" $(BIN)/dg check defs; status=$$?; rm -rf "$$home"; exit $$status
+
+# `dg dev` (what Dagster 1.13 recommends over `dagster dev`) serves the project's code
+# location ([tool.dg] in pyproject.toml); `dagster dev -w workspace.yaml` serves the same.
 # After `make demo`, the UI's partitions start at the demo's first day (unless
-# SEER_START_DATE is set).
+# SEER_START_DATE is set). `dagster dev`'s port variable, DAGSTER_CLI_DEV_PORT, still applies.
 dev: $(STAMP)
 	home=$${DAGSTER_HOME:-$(CURDIR)/.dagster_home}; \
 	start=$${SEER_START_DATE:-$$(cat "$$home/seer_demo_start_date" 2>/dev/null)}; \
-	DAGSTER_HOME=$$home SEER_START_DATE=$$start $(BIN)/dagster dev -w workspace.yaml
+	DAGSTER_HOME=$$home SEER_START_DATE=$$start \
+	$(BIN)/dg dev $${DAGSTER_CLI_DEV_PORT:+--port $$DAGSTER_CLI_DEV_PORT}
 
 # Runs every benchmark even when one misses its target, then fails if any did.
 bench: $(STAMP)

@@ -123,23 +123,14 @@ def run_step(
     import dagster
 
     from seer_pipelines.alerts import SlackAlertResource
-    from seer_pipelines.definitions import ASSET_CHECKS
-    from seer_pipelines.defs.assets.judgments import event_judgments
-    from seer_pipelines.defs.assets.metrics import (
-        event_metrics,
-        passage_judgments,
-        slice_metrics,
-    )
+    from seer_pipelines.definitions import defs
     from seer_pipelines.defs.resources.evaluator import EvaluatorResource
     from seer_pipelines.defs.resources.warehouse import WarehouseResource
 
-    assets = {
-        "event_judgments": [event_judgments],
-        "event_metrics": [event_metrics],
-        "passage_judgments": [passage_judgments],
+    assets = [defs.get_assets_def(step)]
+    if step == "slice_metrics":
         # The daily job runs the slice checks right after slice_metrics, in the same step.
-        "slice_metrics": [slice_metrics, *ASSET_CHECKS],
-    }[step]
+        assets.extend(defs.asset_checks)
     settings = {"chunk_size": chunk_size} if chunk_size else {}
     warehouse = WarehouseResource(url=url, **settings)
     resources = {

@@ -2,10 +2,11 @@
 
 Every variable Seer understands is declared here once (`VARIABLES`: name, default,
 meaning, and whether it is a secret); the README's configuration table lists the same
-ones. Other modules ask for a value by name (`setting`), for a typed, validated snapshot
-(`load_settings`), or for the mapping that library code reads its own keys from
-(`environment`); none of them touches `os.environ`. Values are read when asked for, not
-at import, so a resource resolves its setting when it is used, after Dagster config.
+ones. `load_settings` reads all of them into one typed, validated `Settings`, which
+`seer_pipelines.definitions.build_definitions` builds the code location from. Resources
+ask for their own values by name (`setting`) when they are used, after Dagster config;
+library code gets the mapping it reads its own keys from (`environment`). Nothing else
+touches `os.environ`, and nothing reads it at import.
 
 Secrets (the OpenAI key, the Slack token) reach the resources as Dagster `EnvVar`s (see
 `secret`), so Dagster never shows or logs their values.
@@ -14,9 +15,11 @@ Secrets (the OpenAI key, the Slack token) reach the resources as Dagster `EnvVar
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import date
+from dataclasses import dataclass, field
+from datetime import date, time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -83,8 +86,26 @@ VARIABLES: dict[str, Variable] = {
     )
 }  # fmt: skip
 
-DEFAULT_START_DATE = "2025-01-01"
+DEFAULT_START_DATE = date(2025, 1, 1)
 DEFAULT_SCHEDULE_HOUR_UTC = 2
+DEFAULT_SLICE_KEYS = ("env", "feature_flag")
+DEFAULT_BLOAT_LINE = 0.35
+DEFAULT_FRESHNESS_DEADLINE = time(6, 0)
+DEFAULT_EVENTS_TABLE = "retrieval_events"
+EVALUATOR_KINDS = ("lexical", "openai")
+LLM_MODES = ("online", "batch")
+_DEADLINE = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+
+
+class SettingsError(ValueError):
+    """A variable with a value Seer cannot use; the message names the variable."""
+
+
+def _value(env: Mapping[str, str], name: str) -> str | None:
+    if name not in VARIABLES:
+        raise KeyError(f"{name} is not a Seer setting; declare it in seer_pipelines.settings")
+    raw = (env.get(name) or "").strip()
+    return raw or None
 
 
 def environment() -> Mapping[str, str]:
@@ -94,27 +115,28 @@ def environment() -> Mapping[str, str]:
 
 def setting(name: str) -> str | None:
     """The value of a declared variable, stripped; None when unset or blank."""
-    if name not in VARIABLES:
-        raise KeyError(f"{name} is not a Seer setting; declare it in seer_pipelines.settings")
-    raw = os.environ.get(name, "").strip()
-    return raw or None
+    return _value(os.environ, name)
 
 
-def number_setting(name: str, kind: type[int] | type[float]) -> int | float | None:
-    """A declared variable as a number; None when unset; a bad value fails naming it."""
-    text = setting(name)
+def comma_separated(text: str | None) -> list[str]:
+    """`a, b,,a` -> ["a", "b"]: the items of a comma list, stripped, blanks and repeats out."""
+    items = (item.strip() for item in (text or "").split(","))
+    return list(dict.fromkeys(item for item in items if item))
+
+
+def _number(name: str, text: str | None, kind: type[int] | type[float]) -> int | float | None:
     if text is None:
         return None
     try:
         return kind(text)
     except ValueError:
-        raise ValueError(f"{name} must be a {kind.__name__}, got {text!r}") from None
+        raise SettingsError(f"{name} must be a {kind.__name__}, got {text!r}") from None
 
 
 def override(**values: str | None) -> None:
     """Set (or, with None, unset) declared variables for this process and its children.
 
-    `seer demo` points the code location it imports at its own warehouse and evaluator.
+    `seer demo` points the code location it builds at its own warehouse and evaluator.
     """
     for name, new in values.items():
         if name not in VARIABLES:
@@ -127,38 +149,105 @@ def override(**values: str | None) -> None:
 
 def secret(name: str) -> EnvVar | None:
     """A secret as a Dagster `EnvVar` (resolved by Dagster, never logged); None when unset."""
+    return _secret(name, setting(name) is not None)
+
+
+def _secret(name: str, is_set: bool) -> EnvVar | None:
     from dagster import EnvVar  # here, so `seer evaluate` never imports Dagster
 
     if not VARIABLES[name].secret:
         raise KeyError(f"{name} is not a secret")
-    return EnvVar(name) if setting(name) else None
+    return EnvVar(name) if is_set else None
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The settings the code location is built from when it loads."""
+    """Every Seer variable, parsed and validated: what the code location is built from.
 
-    start_date: str
-    schedule_hour_utc: int
-    evaluator: str | None
+    The defaults are the documented ones, so `Settings()` is the code location of an
+    empty environment. Secrets are kept as whether they are set, never as values.
+    """
+
+    warehouse_url: str | None = None
+    warehouse_schema: str | None = None
+    events_table: str = DEFAULT_EVENTS_TABLE
+    start_date: date = DEFAULT_START_DATE
+    schedule_hour_utc: int = DEFAULT_SCHEDULE_HOUR_UTC
+    slice_keys: tuple[str, ...] = DEFAULT_SLICE_KEYS
+    bloat_line: float = DEFAULT_BLOAT_LINE
+    evaluator: str = "lexical"
+    evaluator_model: str | None = None
+    llm_mode: str = "online"
+    openai_base_url: str | None = None
+    sample_size: int | None = None
+    sample_minimum_per_slice: int | None = None
+    budget_usd: float | None = None
+    budget_tokens: int | None = None
+    slack_channel: str | None = None
+    slack_api_url: str | None = None
+    dagster_url: str | None = None
+    rules_file: Path | None = None
+    freshness_deadline: time = DEFAULT_FRESHNESS_DEADLINE
+    asset_owners: tuple[str, ...] = ()
+    asset_tags: Mapping[str, str] = field(default_factory=dict)
+    tiktoken_cache_dir: str | None = None
+    dagster_home: str | None = None
+    secrets_set: frozenset[str] = frozenset()
+
+    def secret(self, name: str) -> EnvVar | None:
+        """The secret as a Dagster `EnvVar` when it was set; None otherwise."""
+        return _secret(name, name in self.secrets_set)
 
 
-def load_settings() -> Settings:
-    """Validated settings; a bad value fails the load naming the variable."""
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Every variable of `env` (default: the process environment), validated; a bad value
+    raises `SettingsError` naming the variable."""
+    env = os.environ if env is None else env
+
+    def value(name: str) -> str | None:
+        return _value(env, name)
+
+    _check_llm_settings(env)
     return Settings(
-        start_date=_start_date(setting("SEER_START_DATE")),
-        schedule_hour_utc=_schedule_hour(setting("SEER_SCHEDULE_HOUR_UTC")),
-        evaluator=setting("SEER_EVALUATOR"),
+        warehouse_url=value("SEER_WAREHOUSE_URL"),
+        warehouse_schema=value("SEER_WAREHOUSE_SCHEMA"),
+        events_table=value("SEER_EVENTS_TABLE") or DEFAULT_EVENTS_TABLE,
+        start_date=_start_date(value("SEER_START_DATE")),
+        schedule_hour_utc=_schedule_hour(value("SEER_SCHEDULE_HOUR_UTC")),
+        slice_keys=tuple(comma_separated(value("SEER_SLICE_KEYS"))) or DEFAULT_SLICE_KEYS,
+        bloat_line=_bloat_line(value("SEER_BLOAT_LINE")),
+        evaluator=_choice("SEER_EVALUATOR", value("SEER_EVALUATOR"), EVALUATOR_KINDS),
+        evaluator_model=value("SEER_EVALUATOR_MODEL"),
+        llm_mode=_choice("SEER_LLM_MODE", value("SEER_LLM_MODE"), LLM_MODES),
+        openai_base_url=value("OPENAI_BASE_URL"),
+        sample_size=_number("SEER_SAMPLE_SIZE", value("SEER_SAMPLE_SIZE"), int),
+        sample_minimum_per_slice=_number(
+            "SEER_SAMPLE_MIN_PER_SLICE", value("SEER_SAMPLE_MIN_PER_SLICE"), int
+        ),
+        budget_usd=_number("SEER_BUDGET_USD", value("SEER_BUDGET_USD"), float),
+        budget_tokens=_number("SEER_BUDGET_TOKENS", value("SEER_BUDGET_TOKENS"), int),
+        slack_channel=value("SEER_SLACK_CHANNEL"),
+        slack_api_url=value("SEER_SLACK_API_URL"),
+        dagster_url=value("SEER_DAGSTER_URL"),
+        rules_file=_rules_file(value("SEER_RULES_FILE")),
+        freshness_deadline=parse_deadline(value("SEER_FRESHNESS_DEADLINE")),
+        asset_owners=tuple(comma_separated(value("SEER_ASSET_OWNERS"))),
+        asset_tags=_tags(value("SEER_ASSET_TAGS")),
+        tiktoken_cache_dir=value("TIKTOKEN_CACHE_DIR") or value("DATA_GYM_CACHE_DIR"),
+        dagster_home=value("DAGSTER_HOME"),
+        secrets_set=frozenset(
+            name for name, variable in VARIABLES.items() if variable.secret and value(name)
+        ),
     )
 
 
-def _start_date(configured: str | None) -> str:
+def _start_date(configured: str | None) -> date:
     if not configured:
         return DEFAULT_START_DATE
     try:
-        return date.fromisoformat(configured).isoformat()
+        return date.fromisoformat(configured)
     except ValueError:
-        raise ValueError(
+        raise SettingsError(
             f"SEER_START_DATE must be a date like 2026-01-31, got {configured!r}"
         ) from None
 
@@ -171,5 +260,65 @@ def _schedule_hour(configured: str | None) -> int:
     except ValueError:
         hour = -1
     if not 0 <= hour <= 23:
-        raise ValueError(f"SEER_SCHEDULE_HOUR_UTC must be an hour 0-23, got {configured!r}")
+        raise SettingsError(f"SEER_SCHEDULE_HOUR_UTC must be an hour 0-23, got {configured!r}")
     return hour
+
+
+def _bloat_line(configured: str | None) -> float:
+    line = _number("SEER_BLOAT_LINE", configured, float)
+    if line is None:
+        return DEFAULT_BLOAT_LINE
+    if not 0.0 < line <= 1.0:
+        raise SettingsError(f"SEER_BLOAT_LINE must be in (0, 1], got {configured!r}")
+    return float(line)
+
+
+def _choice(name: str, configured: str | None, choices: tuple[str, ...]) -> str:
+    chosen = (configured or choices[0]).lower()
+    if chosen not in choices:
+        raise SettingsError(f"{name} must be {' or '.join(choices)}, got {configured!r}")
+    return chosen
+
+
+def _rules_file(configured: str | None) -> Path | None:
+    if configured is None:
+        return None
+    path = Path(configured).expanduser()
+    if not path.is_file():
+        raise SettingsError(f"SEER_RULES_FILE: no such file {str(path)!r}")
+    return path
+
+
+def parse_deadline(configured: str | None) -> time:
+    """`HH:MM` (UTC) as a time; unset: 06:00 (`SEER_FRESHNESS_DEADLINE`)."""
+    if configured is None:
+        return DEFAULT_FRESHNESS_DEADLINE
+    match = _DEADLINE.match(configured.strip())
+    if not match:
+        raise SettingsError(
+            f"SEER_FRESHNESS_DEADLINE must be HH:MM (UTC), e.g. 06:00; got {configured!r}"
+        )
+    return time(int(match.group(1)), int(match.group(2)))
+
+
+def _tags(configured: str | None) -> dict[str, str]:
+    """`domain=search,tier=1,pii`: `key=value` items, or a bare `key` (an empty value)."""
+    tags: dict[str, str] = {}
+    for item in comma_separated(configured):
+        key, _, tag_value = item.partition("=")
+        if not key.strip():
+            raise SettingsError(f"SEER_ASSET_TAGS: {item!r} has no key (key=value or key)")
+        tags[key.strip()] = tag_value.strip()
+    return tags
+
+
+def _check_llm_settings(env: Mapping[str, str]) -> None:
+    """The LLM judge's `SEER_LLM_*` values, parsed as the judge will parse them, so a bad
+    one fails the load rather than the first judged day."""
+    from seer_metrics.evaluators.llm.settings import LLMSettings
+
+    names = [name for name in VARIABLES if name.startswith("SEER_LLM_")]
+    try:
+        LLMSettings.from_env({name: env[name] for name in names if name in env})
+    except ValueError as error:
+        raise SettingsError(str(error).removeprefix("environment variable ")) from None

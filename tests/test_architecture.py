@@ -1,6 +1,7 @@
 """The rules of the layout: seer_metrics stays pure, `seer evaluate` stays light, no import
-circles, no test fakes in the product, one module reads the environment, short modules, few
-loose modules per package, the Dagster objects under seer_pipelines/defs."""
+circles, no test fakes in the product, one module reads the environment and nothing reads it
+at import, short modules, few loose modules per package, the Dagster objects under
+seer_pipelines/defs."""
 
 from __future__ import annotations
 
@@ -202,6 +203,122 @@ def test_only_the_settings_module_reads_the_environment():
     assert reads_the_environment(product_modules()[SETTINGS_MODULE])
 
 
+# The functions of the settings module that read the environment.
+ENVIRONMENT_READERS = frozenset({"setting", "secret", "environment", "load_settings"})
+# The one read at import: the code location Dagster, `dg` and the code server load.
+IMPORT_TIME_READ = ("seer_pipelines.definitions", "defs")
+
+
+def import_time_reads(path: Path) -> list[tuple[int, str, str | None]]:
+    """Calls of the settings readers that run when the module is imported, as (line,
+    reader, name the top-level statement assigns): module statements, class bodies,
+    decorators and default values count; function and lambda bodies run later."""
+    found: list[tuple[int, str, str | None]] = []
+
+    def visit(node: ast.AST, assigned: str | None) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            arguments = node.args
+            evaluated = [*arguments.defaults, *(d for d in arguments.kw_defaults if d)]
+            if not isinstance(node, ast.Lambda):
+                evaluated.extend(node.decorator_list)
+            for child in evaluated:
+                visit(child, assigned)
+            return
+        if isinstance(node, ast.Call):
+            function = node.func
+            name = getattr(function, "id", None) or getattr(function, "attr", None)
+            if name in ENVIRONMENT_READERS:
+                found.append((node.lineno, name, assigned))
+        for child in ast.iter_child_nodes(node):
+            visit(child, assigned)
+
+    for statement in ast.parse(path.read_text(), filename=str(path)).body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else []
+        assigned = targets[0].id if len(targets) == 1 and isinstance(targets[0], ast.Name) else None
+        visit(statement, assigned)
+    return found
+
+
+def test_the_import_time_check_sees_reads_that_run_at_import(tmp_path):
+    source = tmp_path / "module.py"
+    source.write_text(
+        "from s import setting, load_settings\n"
+        "HOUR = load_settings().hour\n"  # 2: at import
+        "def later(x=setting('A')):\n"  # 3: a default value is evaluated at import
+        "    return setting('B')\n"  # a body runs when called
+        "@decorate(setting('C'))\n"  # 5: a decorator too
+        "def f():\n    pass\n"
+        "class Config:\n    name = settings.setting('D')\n"  # 9: a class body too
+        "callback = lambda: setting('E')\n"
+        "defs = build(load_settings())\n"  # 11
+    )
+    assert import_time_reads(source) == [
+        (2, "load_settings", "HOUR"),
+        (3, "setting", None),
+        (5, "setting", None),
+        (9, "setting", None),
+        (11, "load_settings", "defs"),
+    ]
+
+
+def test_nothing_reads_the_environment_at_import():
+    """Settings are read when the code location is built (`defs = build_definitions(
+    load_settings())`, the one allowed line) or when a resource is used, never by a module
+    being imported: two code locations can then be built in one process."""
+    readers = {
+        module: reads
+        for module, path in product_modules().items()
+        if module != SETTINGS_MODULE
+        and (
+            reads := [
+                (line, reader)
+                for line, reader, assigned in import_time_reads(path)
+                if (module, assigned) != IMPORT_TIME_READ
+            ]
+        )
+    }
+    assert not readers, f"read the environment at import: {readers}"
+    definitions = product_modules()[IMPORT_TIME_READ[0]]
+    assert [read[1:] for read in import_time_reads(definitions)] == [("load_settings", "defs")]
+
+
+IMPORT_EVERY_MODULE_RECORDING_READS = """
+import importlib, pkgutil, traceback
+import seer_metrics, seer_pipelines, seer_pipelines.settings as settings
+reads = []
+original = settings._value
+def recording(env, name):
+    reads.append(name)
+    return original(env, name)
+settings._value = recording
+for package in (seer_metrics, seer_pipelines):
+    for module in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + "."):
+        if module.name not in {"seer_pipelines.definitions", "seer_pipelines.cli.__main__"}:
+            importlib.import_module(module.name)
+print("without definitions:", sorted(set(reads)))
+import seer_pipelines.definitions
+print("with definitions:", len(set(reads)))
+"""
+
+
+def test_importing_any_module_reads_no_setting():
+    """What the source check cannot see (a module-level call of a function that reads a
+    setting): every product module is imported with the one settings lookup recorded."""
+    completed = subprocess.run(
+        [sys.executable, "-c", IMPORT_EVERY_MODULE_RECORDING_READS],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    lines = completed.stdout.splitlines()
+    assert "without definitions: []" in lines, completed.stdout
+    # Building `defs` reads every variable, once, through load_settings.
+    assert any(
+        line.startswith("with definitions: ") and line != "with definitions: 0" for line in lines
+    )
+
+
 def test_no_module_is_longer_than_about_400_lines():
     long_modules = {
         module: length
@@ -237,6 +354,7 @@ NOT_IMPORTED_DEPENDENCIES = {
     "dagster-webserver": "the UI that `dagster dev` and the webserver container start",
     "dagster-postgres": "the instance storage dagster.yaml names",
     "psycopg2-binary": "the PostgreSQL driver SQLAlchemy loads for postgresql+psycopg2 URLs",
+    "dagster-dg-cli": "the `dg` command: `dg check defs` in `make test`, `dg dev`, `dg launch`",
 }
 IMPORT_NAMES = {"pyyaml": "yaml", "slack-sdk": "slack_sdk"}
 

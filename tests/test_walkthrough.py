@@ -470,6 +470,7 @@ STEPS = (
     Step(r"seer estimate \S+ --json", check_estimate),
     Step(r"(export )?[A-Z_][A-Z0-9_]*=.*", check_environment),
     Step(r"dagster asset materialize .* --partition \S+", check_materialize),
+    Step(r"dg launch --job \S+ --partition \S+", check_materialize),
     Step(r"dagster job backfill .*--from .+ --to .+", check_backfill),
 )
 

@@ -17,7 +17,7 @@ import sys
 import time
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -25,8 +25,11 @@ from seer_metrics.text.redaction import redact_url
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.demo.instance import write_local_instance
 from seer_pipelines.demo.realistic import DEFAULT_EVENTS_PER_DAY, Release
-from seer_pipelines.settings import override, setting
+from seer_pipelines.settings import load_settings, override, setting
 from seer_pipelines.warehouse.engine import WarehouseConfigError, default_warehouse_url
+
+if TYPE_CHECKING:
+    from dagster import Definitions
 
 DEFAULT_DAGSTER_HOME = ".dagster_home"
 # `make dev` reads this file so the UI starts its partitions at the demo's first day.
@@ -61,8 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _prepare_environment(args: argparse.Namespace) -> tuple[Path, str]:
     """Point this process at the demo's instance, warehouse and offline evaluator.
 
-    Set before the code location is imported, so its resources resolve to the same
-    places `dagster dev` will use from this directory.
+    Set before the code location is built, so its resources resolve to the same places
+    `dagster dev` will use from this directory.
     """
     home = Path(args.dagster_home or setting("DAGSTER_HOME") or DEFAULT_DAGSTER_HOME)
     home = home.expanduser().resolve()
@@ -129,10 +132,8 @@ def format_trend(history: pd.DataFrame, slices: list[str], metric: str = "mean_f
     return "\n".join(lines)
 
 
-def materialize_days(days: list[date], instance: Any) -> None:
+def materialize_days(days: list[date], instance: Any, defs: Definitions) -> None:
     """Run `seer_daily_job` for each day, one run per partition (like a backfill)."""
-    from seer_pipelines.definitions import defs
-
     job = defs.resolve_job_def("seer_daily_job")
     for index, day in enumerate(days, start=1):
         started = time.monotonic()
@@ -168,19 +169,21 @@ def run(args: argparse.Namespace) -> int:
     from dagster import DagsterInstance
 
     from seer_pipelines.cli.seed import seed_warehouse
-    from seer_pipelines.defs.partitions import daily_partitions
+    from seer_pipelines.definitions import build_definitions
     from seer_pipelines.demo.synthetic import default_end_day
 
     end_day = default_end_day()
     days = [end_day - timedelta(days=offset) for offset in range(args.days - 1, -1, -1)]
-    first_partition = daily_partitions.get_first_partition_key()
-    if first_partition and days[0].isoformat() < first_partition:
+    # Read after the demo's own variables are set, like the `dagster dev` that follows.
+    settings = load_settings()
+    if days[0] < settings.start_date:
         print(
-            f"error: SEER_START_DATE makes the first partition {first_partition}, after the "
-            f"demo's first day {days[0]}; unset it or set it earlier",
+            f"error: SEER_START_DATE makes the first partition {settings.start_date}, after "
+            f"the demo's first day {days[0]}; unset it or set it earlier",
             file=sys.stderr,
         )
         return 2
+    defs = build_definitions(settings)
 
     warehouse = WarehouseResource(url=url)
     print(
@@ -205,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"seeded {written} events ({days[0]} .. {days[-1]}); materializing each day:")
 
     with DagsterInstance.get() as instance:
-        materialize_days(days, instance)
+        materialize_days(days, instance, defs)
 
     history = warehouse.read_table_range("seer_slice_metrics", days[0], days[-1])
     last = history[history["partition_date"] == days[-1]].sort_values("slice")

@@ -14,7 +14,7 @@ from seer_metrics.spend.sampling import SamplePlanner, SamplingConfigError, Samp
 from seer_metrics.text.jsonl import numbered_json_lines
 from seer_pipelines.cli import UsageError
 from seer_pipelines.cli.evaluate import check_input_file
-from seer_pipelines.settings import setting
+from seer_pipelines.settings import comma_separated, setting
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except SamplingConfigError as error:
         raise UsageError(str(error)) from None
-    keys = [key.strip() for key in args.slice_keys.split(",") if key.strip()]
+    keys = comma_separated(args.slice_keys)
     events, invalid = _read_events(str(path))
     if not events:
         raise UsageError(f"events file {args.events!r}: no valid event to estimate")

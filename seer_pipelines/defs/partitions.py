@@ -15,18 +15,11 @@ from dagster import (
     asset_check,
 )
 
-from seer_pipelines.settings import load_settings
 
-# A fixed default start keeps the partition set stable from one day to the next; set
-# SEER_START_DATE (YYYY-MM-DD) to the first day the events table has data.
-
-
-def start_date() -> str:
-    """First partition: $SEER_START_DATE, else 2025-01-01."""
-    return load_settings().start_date
-
-
-daily_partitions = DailyPartitionsDefinition(start_date=start_date(), timezone="UTC")
+def daily_partitions(start_date: date) -> DailyPartitionsDefinition:
+    """One partition per UTC day from `start_date` (`Settings.start_date`: a fixed default
+    keeps the partition set stable from one day to the next)."""
+    return DailyPartitionsDefinition(start_date=start_date.isoformat(), timezone="UTC")
 
 
 def partition_day(partition_key: str) -> date:
@@ -35,7 +28,7 @@ def partition_day(partition_key: str) -> date:
 
 
 def daily_asset_check(
-    *, asset: AssetKey, name: str, description: str
+    *, asset: AssetKey, name: str, description: str, partitions_def: DailyPartitionsDefinition
 ) -> Callable[[Callable[..., Any]], AssetChecksDefinition]:
     """`@asset_check` on the daily partitions: one result per day.
 
@@ -47,7 +40,7 @@ def daily_asset_check(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PreviewWarning)
             return asset_check(
-                asset=asset, name=name, partitions_def=daily_partitions, description=description
+                asset=asset, name=name, partitions_def=partitions_def, description=description
             )(function)
 
     return decorate

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, BackfillPolicy, DagsterInstance
 
-from seer_pipelines.definitions import defs
-from tests.fresh_process import run_python
+from seer_pipelines.definitions import build_definitions, defs
+from seer_pipelines.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITIONED_ASSETS = ("event_judgments", "event_metrics", "passage_judgments", "slice_metrics")
@@ -156,12 +156,95 @@ def test_production_dagster_yaml_is_a_valid_postgres_instance(tmp_path, monkeypa
 
 @pytest.mark.parametrize("kind", ["lexical", "openai"])
 def test_job_is_tagged_with_the_configured_evaluator(kind) -> None:
-    """The tag the run queue limits is read from SEER_EVALUATOR when the location loads."""
-    code = "from seer_pipelines.defs.jobs import seer_daily_job; print(seer_daily_job.tags)"
-    env = {**os.environ, "SEER_EVALUATOR": kind}
-    completed = run_python(code, env)
-    assert completed.returncode == 0, completed.stderr
-    assert f"'seer/evaluator': '{kind}'" in completed.stdout
+    """The tag the run queue limits comes from SEER_EVALUATOR when the location is built."""
+    built = build_definitions(load_settings({"SEER_EVALUATOR": kind}))
+    assert built.resolve_job_def("seer_daily_job").tags["seer/evaluator"] == kind
+
+
+def test_two_code_locations_from_two_settings_in_one_process(tmp_path) -> None:
+    """Everything comes from the settings object: nothing of one leaks into the other."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rules:\n  - name: only_rule\n    kind: threshold\n    statistic: mean_recall\n"
+        "    comparison: below\n    threshold: 0.5\n    severity: WARN\n"
+    )
+    first = build_definitions(load_settings({}))
+    second = build_definitions(
+        load_settings(
+            {
+                "SEER_START_DATE": "2026-11-16",
+                "SEER_SLICE_KEYS": "env,tenant",
+                "SEER_RULES_FILE": str(rules),
+                "SEER_SCHEDULE_HOUR_UTC": "5",
+                "SEER_FRESHNESS_DEADLINE": "09:30",
+            }
+        )
+    )
+
+    def first_partition(built) -> str:
+        return (
+            built.resolve_asset_graph()
+            .get(AssetKey("slice_metrics"))
+            .partitions_def.get_first_partition_key()
+        )
+
+    def checks(built) -> set[str]:
+        return {key.name for key in built.resolve_asset_graph().asset_check_keys}
+
+    def stratified_by(built) -> list[str]:
+        return built.resources["evaluator"].sample_slice_keys
+
+    assert (first_partition(first), first_partition(second)) == ("2025-01-01", "2026-11-16")
+    assert {"f1_drop", "recall_drop"} <= checks(first)
+    assert "only_rule" not in checks(first)
+    assert "only_rule" in checks(second) and "f1_drop" not in checks(second)
+    assert (stratified_by(first), stratified_by(second)) == (
+        ["env", "feature_flag"],
+        ["env", "tenant"],
+    )
+    schedules = [built.resolve_schedule_def("seer_daily_schedule") for built in (first, second)]
+    assert [schedule.cron_schedule for schedule in schedules] == ["0 2 * * *", "0 5 * * *"]
+    freshness = [
+        spec.metadata["dagster/freshness_params"].value["deadline_cron"]
+        for built in (first, second)
+        for checks_def in built.asset_checks
+        for spec in checks_def.check_specs
+        if spec.name == "freshness_check"
+    ]
+    assert freshness == ["0 6 * * *", "30 9 * * *"]
+
+
+def test_the_slice_keys_of_the_settings_reach_the_slice_table(tmp_path) -> None:
+    """Two code locations in one process slice one day two ways."""
+    from dagster import materialize
+
+    from seer_pipelines.alerts import SlackAlertResource
+    from seer_pipelines.defs.resources.evaluator import EvaluatorResource
+    from seer_pipelines.defs.resources.warehouse import WarehouseResource
+    from tests.seer_pipelines.defs.assets.test_pipelines import LAST_DAY, seed_warehouse
+
+    tables = {}
+    for keys in ("env,feature_flag", "env,tenant"):
+        warehouse = WarehouseResource(url=f"sqlite:///{tmp_path / keys}.sqlite")
+        seed_warehouse(warehouse, days=1)
+        built = build_definitions(load_settings({"SEER_SLICE_KEYS": keys}))
+        assets = [built.get_assets_def(name) for name in PARTITIONED_ASSETS] + [
+            built.get_assets_def("retrieval_events")
+        ]
+        result = materialize(
+            assets,
+            partition_key=LAST_DAY.isoformat(),
+            resources={
+                "warehouse": warehouse,
+                "evaluator": EvaluatorResource(kind="lexical"),
+                "slack": SlackAlertResource(),
+            },
+        )
+        assert result.success
+        [materialization] = result.asset_materializations_for_node("slice_metrics")
+        tables[keys] = materialization.metadata["slice_keys"].value
+        warehouse.dispose()
+    assert tables == {"env,feature_flag": "env, feature_flag", "env,tenant": "env, tenant"}
 
 
 def test_the_compose_deployment_wires_the_served_code_location() -> None:
@@ -193,3 +276,19 @@ def test_the_compose_deployment_wires_the_served_code_location() -> None:
         assert needed <= set(services[name]["environment"]), name
     for name in ("seer_webserver", "seer_daemon"):
         assert "workspace.yaml" in services[name]["entrypoint"]
+
+
+def test_the_dg_project_serves_the_module_workspace_yaml_loads() -> None:
+    """`dg check defs` / `dg dev` (pyproject's [tool.dg]) and `dagster dev -w workspace.yaml`
+    load one code location: `defs` of seer_pipelines.definitions, not an autoloaded defs/."""
+    import tomllib
+
+    import yaml
+
+    dg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["dg"]
+    assert dg["directory_type"] == "project"
+    [entry] = yaml.safe_load((ROOT / "workspace.yaml").read_text())["load_from"]
+    module = entry["python_module"]
+    assert dg["project"]["code_location_target_module"] == module["module_name"]
+    assert dg["project"]["code_location_name"] == module["location_name"]
+    assert dg["project"]["root_module"] == module["module_name"].split(".")[0]

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import ast
+from datetime import date, time
 from pathlib import Path
 
 import pytest
 from dagster import EnvVar
 
-from seer_pipelines.settings import VARIABLES, load_settings, override, secret, setting
+from seer_pipelines.settings import (
+    VARIABLES,
+    Settings,
+    SettingsError,
+    comma_separated,
+    load_settings,
+    override,
+    secret,
+    setting,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,26 +39,100 @@ def test_an_undeclared_variable_is_refused() -> None:
         override(SEER_EVENT_TABLE="x")
 
 
-def test_load_settings_defaults_and_validation(monkeypatch) -> None:
-    for name in ("SEER_START_DATE", "SEER_SCHEDULE_HOUR_UTC", "SEER_EVALUATOR"):
-        monkeypatch.delenv(name, raising=False)
-    defaults = load_settings()
+def test_load_settings_defaults_are_the_documented_ones() -> None:
+    defaults = load_settings({})
+    assert defaults == Settings()
     assert (defaults.start_date, defaults.schedule_hour_utc, defaults.evaluator) == (
-        "2025-01-01",
+        date(2025, 1, 1),
         2,
-        None,
+        "lexical",
     )
-    monkeypatch.setenv("SEER_START_DATE", "2026-11-16")
-    monkeypatch.setenv("SEER_SCHEDULE_HOUR_UTC", "5")
-    assert load_settings().start_date == "2026-11-16"
-    assert load_settings().schedule_hour_utc == 5
-    monkeypatch.setenv("SEER_SCHEDULE_HOUR_UTC", "25")
-    with pytest.raises(ValueError, match="SEER_SCHEDULE_HOUR_UTC must be an hour 0-23"):
-        load_settings()
-    monkeypatch.setenv("SEER_SCHEDULE_HOUR_UTC", "2")
-    monkeypatch.setenv("SEER_START_DATE", "16/11/2026")
-    with pytest.raises(ValueError, match="SEER_START_DATE must be a date"):
-        load_settings()
+    assert defaults.slice_keys == ("env", "feature_flag")
+    assert (defaults.bloat_line, defaults.freshness_deadline) == (0.35, time(6, 0))
+    assert (defaults.rules_file, defaults.asset_owners, defaults.asset_tags) == (None, (), {})
+
+
+def test_load_settings_parses_every_kind_of_value(tmp_path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules: []\n")
+    settings = load_settings(
+        {
+            "SEER_START_DATE": "2026-11-16",
+            "SEER_SCHEDULE_HOUR_UTC": " 5 ",
+            "SEER_SLICE_KEYS": "env, tenant,,env",
+            "SEER_BLOAT_LINE": "0.5",
+            "SEER_EVALUATOR": "OpenAI",
+            "SEER_LLM_MODE": "batch",
+            "SEER_SAMPLE_SIZE": "2000",
+            "SEER_BUDGET_USD": "1.5",
+            "SEER_RULES_FILE": str(rules),
+            "SEER_FRESHNESS_DEADLINE": "9:05",
+            "SEER_ASSET_OWNERS": "team:rag, alice@example.com,alice@example.com",
+            "SEER_ASSET_TAGS": "domain=search, tier = 1 ,pii,",
+            "OPENAI_API_KEY": "sk-test",
+        }
+    )
+    assert settings.start_date == date(2026, 11, 16)
+    assert settings.schedule_hour_utc == 5
+    assert settings.slice_keys == ("env", "tenant")
+    assert settings.bloat_line == 0.5
+    assert (settings.evaluator, settings.llm_mode) == ("openai", "batch")
+    assert (settings.sample_size, settings.budget_usd) == (2000, 1.5)
+    assert settings.rules_file == rules
+    assert settings.freshness_deadline == time(9, 5)
+    assert settings.asset_owners == ("team:rag", "alice@example.com")
+    assert settings.asset_tags == {"domain": "search", "tier": "1", "pii": ""}
+    # The secret is an EnvVar, its value is nowhere in the settings.
+    assert settings.secret("OPENAI_API_KEY") == EnvVar("OPENAI_API_KEY")
+    assert settings.secret("SLACK_BOT_TOKEN") is None
+    assert "sk-test" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("SEER_START_DATE", "16/11/2026", "SEER_START_DATE must be a date"),
+        ("SEER_SCHEDULE_HOUR_UTC", "25", "SEER_SCHEDULE_HOUR_UTC must be an hour 0-23"),
+        ("SEER_BLOAT_LINE", "high", "SEER_BLOAT_LINE must be a float"),
+        ("SEER_BLOAT_LINE", "1.5", r"SEER_BLOAT_LINE must be in \(0, 1\]"),
+        ("SEER_EVALUATOR", "gpt", "SEER_EVALUATOR must be lexical or openai"),
+        ("SEER_LLM_MODE", "later", "SEER_LLM_MODE must be online or batch"),
+        ("SEER_SAMPLE_SIZE", "many", "SEER_SAMPLE_SIZE must be a int"),
+        ("SEER_BUDGET_USD", "$5", "SEER_BUDGET_USD must be a float"),
+        ("SEER_RULES_FILE", "/nonexistent/rules.yaml", "SEER_RULES_FILE: no such file"),
+        ("SEER_FRESHNESS_DEADLINE", "6am", "SEER_FRESHNESS_DEADLINE must be HH:MM"),
+        ("SEER_ASSET_TAGS", "=x", "SEER_ASSET_TAGS: '=x' has no key"),
+        ("SEER_LLM_MAX_TOKENS", "lots", "SEER_LLM_MAX_TOKENS must be a int"),
+        ("SEER_LLM_PRICES", "{", "SEER_LLM_PRICES is not valid JSON"),
+    ],
+)
+def test_a_bad_value_fails_naming_its_variable(name, value, message) -> None:
+    with pytest.raises(SettingsError, match=message):
+        load_settings({name: value})
+
+
+def test_load_settings_reads_every_declared_variable() -> None:
+    """What the README's table lists is what the settings read (nothing left to a module
+    that would read it on its own)."""
+
+    asked: set[str] = set()
+
+    class Recording(dict):
+        def get(self, key, default=None):
+            asked.add(key)
+            return super().get(key, default)
+
+        def __contains__(self, key):
+            asked.add(key)
+            return super().__contains__(key)
+
+    load_settings(Recording())
+    assert set(VARIABLES) <= asked, set(VARIABLES) - asked
+
+
+def test_comma_lists_are_parsed_by_one_helper() -> None:
+    assert comma_separated(" a, b,,a ,") == ["a", "b"]
+    assert comma_separated(None) == comma_separated("") == []
 
 
 def test_secrets_are_envvars_and_only_when_set(monkeypatch) -> None:
@@ -87,17 +171,3 @@ def test_every_variable_the_product_asks_for_is_declared() -> None:
                 asked.add(node.args[0].value)
     assert asked
     assert asked <= set(VARIABLES), asked - set(VARIABLES)
-
-
-def test_the_checks_follow_the_rules_file_named_by_seer_rules_file(tmp_path, monkeypatch) -> None:
-    from seer_pipelines.defs.checks.slice_rules import build_slice_checks
-
-    path = tmp_path / "rules.yaml"
-    path.write_text(
-        "rules:\n  - name: only_rule\n    kind: threshold\n    statistic: mean_recall\n"
-        "    comparison: below\n    threshold: 0.5\n    severity: WARN\n"
-    )
-    monkeypatch.setenv("SEER_RULES_FILE", str(path))
-    assert {spec.name for spec in build_slice_checks().check_specs} == {"only_rule"}
-    monkeypatch.delenv("SEER_RULES_FILE")
-    assert "f1_drop" in {spec.name for spec in build_slice_checks().check_specs}

@@ -15,9 +15,12 @@ from typing import Any
 
 from dagster import (
     AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
     AssetSpec,
     BackfillPolicy,
     BetaWarning,
+    DailyPartitionsDefinition,
     MetadataValue,
     ObserveResult,
     TableColumn,
@@ -27,12 +30,13 @@ from dagster import (
 
 from seer_metrics.events import InvalidEventError, parse_timestamp
 from seer_pipelines.defs.assets.metadata_display import display_metadata
-from seer_pipelines.defs.partitions import daily_partitions, partition_day
+from seer_pipelines.defs.partitions import partition_day
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.day import read_day
 
 GROUP_NAME = "seer"
 RETRIEVAL_EVENTS = "retrieval_events"
+RETRIEVAL_EVENTS_KEY = AssetKey(RETRIEVAL_EVENTS)
 
 SOURCE_COLUMNS = TableSchema(
     columns=[
@@ -116,43 +120,42 @@ def observe_source_day(warehouse: WarehouseResource, day: date) -> SourceDay:
     return SourceDay(day, rows, unparsed, first, last, warehouse.count_unplaced_events())
 
 
-# Observable assets with partitions are a Dagster beta feature, used knowingly (per-day
-# observations); its notice at import would be printed to every user.
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", BetaWarning)
+def define_retrieval_events(partitions: DailyPartitionsDefinition) -> AssetsDefinition:
+    """The observable source asset on `partitions`, one partition per run like the assets
+    it feeds (so the daily job has a single backfill policy)."""
+    # Observable assets with partitions are a Dagster beta feature, used knowingly (per-day
+    # observations); its notice would be printed to every user.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BetaWarning)
 
-    @multi_observable_source_asset(
-        name="observe_retrieval_events",
-        specs=[
-            AssetSpec(
-                key=RETRIEVAL_EVENTS,
-                description=(
-                    "Retrieval events logged by the RAG system (external: Seer reads it, never "
-                    "writes it). Table and column names come from WarehouseResource "
-                    "(SEER_EVENTS_TABLE); a daily partition is the UTC day of event_ts. Each "
-                    "observation of a day records its row count and event_ts range."
-                ),
-                group_name=GROUP_NAME,
-                partitions_def=daily_partitions,
-                kinds={"sql"},
-                metadata={"dagster/column_schema": SOURCE_COLUMNS},
-            )
-        ],
-        partitions_def=daily_partitions,
-        description="Counts one day of the source table: rows, event_ts range, unplaced rows.",
-    )
-    def observe_retrieval_events(context: AssetExecutionContext, warehouse: WarehouseResource):
-        observed = observe_source_day(warehouse, partition_day(context.partition_key))
-        if observed.empty:
-            context.log.warning(observed.summary())
-        else:
-            context.log.info(observed.summary())
-        yield ObserveResult(
-            asset_key=RETRIEVAL_EVENTS, metadata=display_metadata(observed.metadata())
+        @multi_observable_source_asset(
+            name="observe_retrieval_events",
+            specs=[
+                AssetSpec(
+                    key=RETRIEVAL_EVENTS_KEY,
+                    description=(
+                        "Retrieval events logged by the RAG system (external: Seer reads it, "
+                        "never writes it). Table and column names come from WarehouseResource "
+                        "(SEER_EVENTS_TABLE); a daily partition is the UTC day of event_ts. "
+                        "Each observation of a day records its row count and event_ts range."
+                    ),
+                    group_name=GROUP_NAME,
+                    partitions_def=partitions,
+                    kinds={"sql"},
+                    metadata={"dagster/column_schema": SOURCE_COLUMNS},
+                )
+            ],
+            partitions_def=partitions,
+            description="Counts one day of the source table: rows, event_ts range, unplaced rows.",
         )
+        def observe_retrieval_events(context: AssetExecutionContext, warehouse: WarehouseResource):
+            observed = observe_source_day(warehouse, partition_day(context.partition_key))
+            if observed.empty:
+                context.log.warning(observed.summary())
+            else:
+                context.log.info(observed.summary())
+            yield ObserveResult(
+                asset_key=RETRIEVAL_EVENTS_KEY, metadata=display_metadata(observed.metadata())
+            )
 
-
-# One partition per run, like the assets it feeds, so the daily job has a single policy.
-retrieval_events = observe_retrieval_events.with_attributes(
-    backfill_policy=BackfillPolicy.multi_run(1)
-)
+    return observe_retrieval_events.with_attributes(backfill_policy=BackfillPolicy.multi_run(1))

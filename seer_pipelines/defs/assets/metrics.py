@@ -6,6 +6,7 @@ judgments); nothing here calls a model, so these assets are cheap to re-run.
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -13,8 +14,11 @@ import pandas as pd
 import sqlalchemy as sa
 from dagster import (
     AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
     BackfillPolicy,
     Config,
+    DailyPartitionsDefinition,
     MaterializeResult,
     MetadataValue,
     asset,
@@ -22,27 +26,19 @@ from dagster import (
 from pydantic import Field
 
 from seer_metrics.rows import JUDGMENT_READ_COLUMNS, event_metric_rows, passage_rows
-from seer_metrics.rules import load_rules_config
+from seer_metrics.rules import RulesConfig
 from seer_metrics.scoring import METRICS
-from seer_metrics.slices import (
-    DEFAULT_BLOAT_LINE,
-    DEFAULT_SLICE_KEYS,
-    JUDGE_COLUMNS,
-    SliceAccumulator,
-)
-from seer_metrics.slices.groups import (
-    DEFAULT_MAX_PAIR_SLICES,
-    PairSliceBounds,
-)
+from seer_metrics.slices import JUDGE_COLUMNS, SliceAccumulator
+from seer_metrics.slices.groups import DEFAULT_MAX_PAIR_SLICES, PairSliceBounds
 from seer_metrics.totals import ScoreTotals
 from seer_pipelines.defs.assets.events import GROUP_NAME
-from seer_pipelines.defs.assets.judgments import event_judgments
+from seer_pipelines.defs.assets.judgments import EVENT_JUDGMENTS_KEY
 from seer_pipelines.defs.assets.metadata_display import display_metadata, markdown_cell
 from seer_pipelines.defs.assets.table_schemas import table_metadata
-from seer_pipelines.defs.partitions import daily_partitions, partition_day
+from seer_pipelines.defs.partitions import partition_day
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.judging.step_process import freeze_loaded_objects
-from seer_pipelines.settings import setting
+from seer_pipelines.settings import Settings
 from seer_pipelines.warehouse.engine import WarehouseConfigError
 from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,
@@ -51,6 +47,10 @@ from seer_pipelines.warehouse.schema import (
     SLICE_METRICS_TABLE,
 )
 from seer_pipelines.warehouse.writer import plain_value
+
+EVENT_METRICS_KEY = AssetKey("event_metrics")
+PASSAGE_JUDGMENTS_KEY = AssetKey("passage_judgments")
+SLICE_METRICS_KEY = AssetKey("slice_metrics")
 
 # -- event metrics ---------------------------------------------------------------------
 
@@ -86,106 +86,109 @@ def build_event_metrics(warehouse: WarehouseResource, day: date) -> tuple[ScoreT
     return totals, written
 
 
-@asset(
-    partitions_def=daily_partitions,
-    deps=[event_judgments],
-    group_name=GROUP_NAME,
-    kinds={"sql", "pandas"},
-    backfill_policy=BackfillPolicy.multi_run(1),
-    description=(
-        "Every ingested event exactly once with its status and, when ok, recall, precision, "
-        "f1 and ndcg (NULL where undefined), K, N, cited ids and missing requirements."
-    ),
-    metadata=table_metadata(EVENT_METRICS_TABLE),
-)
-def event_metrics(
-    context: AssetExecutionContext, warehouse: WarehouseResource
-) -> MaterializeResult:
-    freeze_loaded_objects()
-    day = partition_day(context.partition_key)
-    totals, written = build_event_metrics(warehouse, day)
-    context.log.info(
-        f"{day}: {written} events scored ({totals.evaluated} ok, {totals.invalid} invalid, "
-        f"{totals.errors} errors)"
+def define_event_metrics(partitions: DailyPartitionsDefinition) -> AssetsDefinition:
+    """`event_metrics` on `partitions`."""
+
+    @asset(
+        key=EVENT_METRICS_KEY,
+        partitions_def=partitions,
+        deps=[EVENT_JUDGMENTS_KEY],
+        group_name=GROUP_NAME,
+        kinds={"sql", "pandas"},
+        backfill_policy=BackfillPolicy.multi_run(1),
+        description=(
+            "Every ingested event exactly once with its status and, when ok, recall, precision, "
+            "f1 and ndcg (NULL where undefined), K, N, cited ids and missing requirements."
+        ),
+        metadata=table_metadata(EVENT_METRICS_TABLE),
     )
-    return MaterializeResult(
-        metadata=display_metadata(
-            {
-                **totals_metadata(totals),
-                **table_metadata(EVENT_METRICS_TABLE, written),
-            }
+    def event_metrics(
+        context: AssetExecutionContext, warehouse: WarehouseResource
+    ) -> MaterializeResult:
+        freeze_loaded_objects()
+        day = partition_day(context.partition_key)
+        totals, written = build_event_metrics(warehouse, day)
+        context.log.info(
+            f"{day}: {written} events scored ({totals.evaluated} ok, {totals.invalid} invalid, "
+            f"{totals.errors} errors)"
         )
-    )
+        return MaterializeResult(
+            metadata=display_metadata(
+                {
+                    **totals_metadata(totals),
+                    **table_metadata(EVENT_METRICS_TABLE, written),
+                }
+            )
+        )
+
+    return event_metrics
 
 
 # -- passage judgments -----------------------------------------------------------------
 
 
-@asset(
-    partitions_def=daily_partitions,
-    deps=[event_judgments],
-    group_name=GROUP_NAME,
-    kinds={"sql"},
-    backfill_policy=BackfillPolicy.multi_run(1),
-    description=(
-        "The per-passage view: one row per (event, passage) of evaluated events, with its "
-        "ranked position, whether it was cited and by which requirements."
-    ),
-    metadata=table_metadata(PASSAGE_JUDGMENTS_TABLE),
-)
-def passage_judgments(
-    context: AssetExecutionContext, warehouse: WarehouseResource
-) -> MaterializeResult:
-    freeze_loaded_objects()
-    day = partition_day(context.partition_key)
-    cited = 0
-    events = 0
-    with warehouse.partition_writer(PASSAGE_JUDGMENTS_TABLE, day) as writer:
-        columns = ("event_id", "status", "judgment", "ranked_context")
-        for chunk in warehouse.read_partition_records(JUDGMENTS_TABLE, day, columns):
-            rows = passage_rows(chunk)
-            cited += sum(1 for row in rows if row["cited"])
-            events += len({row["event_id"] for row in rows})
-            writer.write(rows)
-        written = writer.commit()
-    context.log.info(f"{day}: {written} passages of {events} events, {cited} cited")
-    return MaterializeResult(
-        metadata=display_metadata(
-            {
-                "passages": written,
-                "events": events,
-                "cited_passages": cited,
-                "share_cited": float(cited / written) if written else 0.0,
-                **table_metadata(PASSAGE_JUDGMENTS_TABLE, written),
-            }
-        )
+def define_passage_judgments(partitions: DailyPartitionsDefinition) -> AssetsDefinition:
+    """`passage_judgments` on `partitions`."""
+
+    @asset(
+        key=PASSAGE_JUDGMENTS_KEY,
+        partitions_def=partitions,
+        deps=[EVENT_JUDGMENTS_KEY],
+        group_name=GROUP_NAME,
+        kinds={"sql"},
+        backfill_policy=BackfillPolicy.multi_run(1),
+        description=(
+            "The per-passage view: one row per (event, passage) of evaluated events, with its "
+            "ranked position, whether it was cited and by which requirements."
+        ),
+        metadata=table_metadata(PASSAGE_JUDGMENTS_TABLE),
     )
+    def passage_judgments(
+        context: AssetExecutionContext, warehouse: WarehouseResource
+    ) -> MaterializeResult:
+        freeze_loaded_objects()
+        day = partition_day(context.partition_key)
+        cited = 0
+        events = 0
+        with warehouse.partition_writer(PASSAGE_JUDGMENTS_TABLE, day) as writer:
+            columns = ("event_id", "status", "judgment", "ranked_context")
+            for chunk in warehouse.read_partition_records(JUDGMENTS_TABLE, day, columns):
+                rows = passage_rows(chunk)
+                cited += sum(1 for row in rows if row["cited"])
+                events += len({row["event_id"] for row in rows})
+                writer.write(rows)
+            written = writer.commit()
+        context.log.info(f"{day}: {written} passages of {events} events, {cited} cited")
+        return MaterializeResult(
+            metadata=display_metadata(
+                {
+                    "passages": written,
+                    "events": events,
+                    "cited_passages": cited,
+                    "share_cited": float(cited / written) if written else 0.0,
+                    **table_metadata(PASSAGE_JUDGMENTS_TABLE, written),
+                }
+            )
+        )
+
+    return passage_judgments
 
 
 # -- slice metrics ---------------------------------------------------------------------
 
 
-def default_slice_keys() -> list[str]:
-    """$SEER_SLICE_KEYS (comma-separated metadata keys), else env and feature_flag."""
-    configured = setting("SEER_SLICE_KEYS") or ""
-    keys = [key.strip() for key in configured.split(",") if key.strip()]
-    return keys or list(DEFAULT_SLICE_KEYS)
+@dataclass(frozen=True)
+class SliceDefaults:
+    """What `slice_metrics` uses where its run config says nothing: the slice keys and
+    bloat line of the settings, and the rules' minimum sample for a pair slice."""
 
+    slice_keys: tuple[str, ...]
+    bloat_line: float
+    pair_minimum_events: int
 
-def default_bloat_line() -> float:
-    """$SEER_BLOAT_LINE, else 0.35: precision below it counts as context bloat."""
-    configured = setting("SEER_BLOAT_LINE") or ""
-    if not configured:
-        return DEFAULT_BLOAT_LINE
-    try:
-        value = float(configured)
-    except ValueError:
-        raise WarehouseConfigError(
-            f"SEER_BLOAT_LINE must be a number, got {configured!r}"
-        ) from None
-    if not 0.0 < value <= 1.0:
-        raise WarehouseConfigError(f"SEER_BLOAT_LINE must be in (0, 1], got {value}")
-    return value
+    @classmethod
+    def of(cls, settings: Settings, rules: RulesConfig) -> "SliceDefaults":
+        return cls(settings.slice_keys, settings.bloat_line, rules.minimum_sample)
 
 
 class SliceMetricsConfig(Config):
@@ -210,24 +213,22 @@ class SliceMetricsConfig(Config):
         description="At most this many pair slices a day, the largest first (0: none).",
     )
 
-    def resolved_slice_keys(self) -> list[str]:
-        keys = self.slice_keys if self.slice_keys is not None else default_slice_keys()
+    def resolved_slice_keys(self, defaults: SliceDefaults) -> list[str]:
+        keys = self.slice_keys if self.slice_keys is not None else list(defaults.slice_keys)
         bad = [key for key in keys if not isinstance(key, str) or not key.strip()]
         if bad:
             raise WarehouseConfigError(f"slice_keys must be non-empty strings, got {bad!r}")
         return list(dict.fromkeys(key.strip() for key in keys))
 
-    def resolved_bloat_line(self) -> float:
-        return self.bloat_line if self.bloat_line is not None else default_bloat_line()
+    def resolved_bloat_line(self, defaults: SliceDefaults) -> float:
+        return self.bloat_line if self.bloat_line is not None else defaults.bloat_line
 
-    def resolved_pair_minimum_events(self) -> int:
+    def pair_bounds(self, defaults: SliceDefaults) -> PairSliceBounds:
         """The rules' minimum sample unless set: a smaller pair could never be judged."""
-        if self.pair_minimum_events is not None:
-            return self.pair_minimum_events
-        return load_rules_config(setting("SEER_RULES_FILE")).minimum_sample
-
-    def pair_bounds(self) -> PairSliceBounds:
-        return PairSliceBounds(self.resolved_pair_minimum_events(), self.max_pair_slices)
+        minimum = self.pair_minimum_events
+        return PairSliceBounds(
+            defaults.pair_minimum_events if minimum is None else minimum, self.max_pair_slices
+        )
 
 
 _EVENT_METRIC_READ_COLUMNS = (
@@ -345,41 +346,50 @@ def build_slice_metrics(
     return frame, written
 
 
-@asset(
-    partitions_def=daily_partitions,
-    deps=[event_metrics],
-    group_name=GROUP_NAME,
-    kinds={"sql", "pandas"},
-    # One partition per run: partitioned asset checks record one result per run, so a
-    # range run would lose the per-day check results (see docs/pipelines.md).
-    backfill_policy=BackfillPolicy.multi_run(1),
-    description=(
-        "Per (day, slice) aggregates: counts, mean/std/p10 of the metrics over defined "
-        "values, share of events with recall < 1 and with precision below the bloat line, "
-        "mean K, tokens and cost. On a sampled day: the population, the judged sample and "
-        "estimates with their sampling standard errors (se_*). The slice checks run on "
-        "this table."
-    ),
-    metadata=table_metadata(SLICE_METRICS_TABLE),
-)
-def slice_metrics(
-    context: AssetExecutionContext, config: SliceMetricsConfig, warehouse: WarehouseResource
-) -> MaterializeResult:
-    freeze_loaded_objects()
-    day = partition_day(context.partition_key)
-    keys = config.resolved_slice_keys()
-    frame, written = build_slice_metrics(
-        warehouse, day, keys, config.resolved_bloat_line(), config.pair_bounds()
+def define_slice_metrics(
+    partitions: DailyPartitionsDefinition, defaults: SliceDefaults
+) -> AssetsDefinition:
+    """`slice_metrics` on `partitions`, slicing by `defaults` unless its run config says
+    otherwise."""
+
+    @asset(
+        key=SLICE_METRICS_KEY,
+        partitions_def=partitions,
+        deps=[EVENT_METRICS_KEY],
+        group_name=GROUP_NAME,
+        kinds={"sql", "pandas"},
+        # One partition per run: partitioned asset checks record one result per run, so a
+        # range run would lose the per-day check results (see docs/pipelines.md).
+        backfill_policy=BackfillPolicy.multi_run(1),
+        description=(
+            "Per (day, slice) aggregates: counts, mean/std/p10 of the metrics over defined "
+            "values, share of events with recall < 1 and with precision below the bloat line, "
+            "mean K, tokens and cost. On a sampled day: the population, the judged sample and "
+            "estimates with their sampling standard errors (se_*). The slice checks run on "
+            "this table."
+        ),
+        metadata=table_metadata(SLICE_METRICS_TABLE),
     )
-    context.log.info(f"{day}: {written} slices over keys {keys}")
-    return MaterializeResult(
-        metadata=display_metadata(
-            {
-                "slices": written,
-                "slice_keys": ", ".join(keys),
-                "slice_table": MetadataValue.md(slice_markdown(frame)),
-                **slice_metadata(frame),
-                **table_metadata(SLICE_METRICS_TABLE, written),
-            }
+    def slice_metrics(
+        context: AssetExecutionContext, config: SliceMetricsConfig, warehouse: WarehouseResource
+    ) -> MaterializeResult:
+        freeze_loaded_objects()
+        day = partition_day(context.partition_key)
+        keys = config.resolved_slice_keys(defaults)
+        frame, written = build_slice_metrics(
+            warehouse, day, keys, config.resolved_bloat_line(defaults), config.pair_bounds(defaults)
         )
-    )
+        context.log.info(f"{day}: {written} slices over keys {keys}")
+        return MaterializeResult(
+            metadata=display_metadata(
+                {
+                    "slices": written,
+                    "slice_keys": ", ".join(keys),
+                    "slice_table": MetadataValue.md(slice_markdown(frame)),
+                    **slice_metadata(frame),
+                    **table_metadata(SLICE_METRICS_TABLE, written),
+                }
+            )
+        )
+
+    return slice_metrics

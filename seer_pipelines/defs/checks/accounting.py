@@ -18,13 +18,15 @@ from typing import Any
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
+    AssetChecksDefinition,
     AssetCheckSeverity,
     AssetRecordsFilter,
     DagsterInstance,
+    DailyPartitionsDefinition,
 )
 
-from seer_pipelines.defs.assets.judgments import event_judgments
-from seer_pipelines.defs.assets.metrics import event_metrics
+from seer_pipelines.defs.assets.judgments import EVENT_JUDGMENTS_KEY
+from seer_pipelines.defs.assets.metrics import EVENT_METRICS_KEY
 from seer_pipelines.defs.partitions import daily_asset_check, partition_day
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE
@@ -33,7 +35,7 @@ from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE
 def judging_figures(instance: DagsterInstance, partition_key: str) -> dict[str, Any] | None:
     """The metadata of the latest `event_judgments` materialization of the partition."""
     records = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=event_judgments.key, asset_partitions=[partition_key]),
+        AssetRecordsFilter(asset_key=EVENT_JUDGMENTS_KEY, asset_partitions=[partition_key]),
         limit=1,
     ).records
     if not records or records[0].asset_materialization is None:
@@ -94,16 +96,22 @@ def account_for_day(
     )
 
 
-@daily_asset_check(
-    asset=event_metrics.key,
-    name="rows_accounted_for",
-    description=(
-        "Source rows on the day = rows stored + duplicate event ids dropped; rows with "
-        "an event_ts on no day are counted table-wide (unplaced_rows) and warned about."
-    ),
-)
-def rows_accounted_for(
-    context: AssetCheckExecutionContext, warehouse: WarehouseResource
-) -> AssetCheckResult:
-    judged = judging_figures(context.instance, context.partition_key)
-    return account_for_day(warehouse, partition_day(context.partition_key), judged)
+def define_rows_accounted_for(partitions: DailyPartitionsDefinition) -> AssetChecksDefinition:
+    """The accounting check of `event_metrics`, one result per day of `partitions`."""
+
+    @daily_asset_check(
+        asset=EVENT_METRICS_KEY,
+        name="rows_accounted_for",
+        description=(
+            "Source rows on the day = rows stored + duplicate event ids dropped; rows with "
+            "an event_ts on no day are counted table-wide (unplaced_rows) and warned about."
+        ),
+        partitions_def=partitions,
+    )
+    def rows_accounted_for(
+        context: AssetCheckExecutionContext, warehouse: WarehouseResource
+    ) -> AssetCheckResult:
+        judged = judging_figures(context.instance, context.partition_key)
+        return account_for_day(warehouse, partition_day(context.partition_key), judged)
+
+    return rows_accounted_for

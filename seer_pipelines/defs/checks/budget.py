@@ -10,10 +10,12 @@ from typing import Any
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
+    AssetChecksDefinition,
     AssetCheckSeverity,
+    DailyPartitionsDefinition,
 )
 
-from seer_pipelines.defs.assets.judgments import event_judgments
+from seer_pipelines.defs.assets.judgments import EVENT_JUDGMENTS_KEY
 from seer_pipelines.defs.assets.metadata_display import display_metadata
 from seer_pipelines.defs.checks.accounting import judging_figures
 from seer_pipelines.defs.partitions import daily_asset_check
@@ -53,15 +55,21 @@ def budget_result(day: str, judged: dict[str, Any] | None) -> AssetCheckResult:
     )
 
 
-@daily_asset_check(
-    asset=event_judgments.key,
-    name="budget",
-    description=(
-        "WARN when the day's budget (SEER_BUDGET_USD, SEER_BUDGET_TOKENS) stopped the "
-        "judging and events were stored as skipped_budget."
-    ),
-)
-def budget_check(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return budget_result(
-        context.partition_key, judging_figures(context.instance, context.partition_key)
+def define_budget_check(partitions: DailyPartitionsDefinition) -> AssetChecksDefinition:
+    """The `budget` check of `event_judgments`, one result per day of `partitions`."""
+
+    @daily_asset_check(
+        asset=EVENT_JUDGMENTS_KEY,
+        name="budget",
+        description=(
+            "WARN when the day's budget (SEER_BUDGET_USD, SEER_BUDGET_TOKENS) stopped the "
+            "judging and events were stored as skipped_budget."
+        ),
+        partitions_def=partitions,
     )
+    def budget_check(context: AssetCheckExecutionContext) -> AssetCheckResult:
+        return budget_result(
+            context.partition_key, judging_figures(context.instance, context.partition_key)
+        )
+
+    return budget_check

@@ -1,11 +1,10 @@
 """The freshness check: Dagster's own time-partition freshness check on `slice_metrics`
 (`freshness_check`: yesterday's partition exists once the deadline passed,
-$SEER_FRESHNESS_DEADLINE, HH:MM UTC, default 06:00). It is run when due by
-`seer_freshness_checks_sensor`, and `seer_freshness_sensor` delivers its results
-(`seer_pipelines.defs.sensors.freshness`).
+`Settings.freshness_deadline`: $SEER_FRESHNESS_DEADLINE, HH:MM UTC, default 06:00). It is
+run when due by `seer_freshness_checks_sensor`, and `seer_freshness_sensor` delivers its
+results (`seer_pipelines.defs.sensors.freshness`).
 """
 
-import re
 import warnings
 from datetime import time
 
@@ -18,30 +17,15 @@ from dagster import (
     build_time_partition_freshness_checks,
 )
 
-from seer_pipelines.defs.assets.metrics import slice_metrics
-from seer_pipelines.settings import setting
-
-FRESHNESS_DEADLINE_ENV = "SEER_FRESHNESS_DEADLINE"
-DEFAULT_FRESHNESS_DEADLINE = "06:00"
-_DEADLINE = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
-
-
-def freshness_deadline(value: str | None = None) -> time:
-    """The deadline (UTC) by which yesterday's partition must exist; HH:MM."""
-    raw = (value or setting(FRESHNESS_DEADLINE_ENV) or DEFAULT_FRESHNESS_DEADLINE).strip()
-    match = _DEADLINE.match(raw)
-    if not match:
-        raise ValueError(f"{FRESHNESS_DEADLINE_ENV} must be HH:MM (UTC), e.g. 06:00; got {raw!r}")
-    return time(int(match.group(1)), int(match.group(2)))
-
+from seer_pipelines.defs.assets.metrics import SLICE_METRICS_KEY
 
 # The name Dagster gives the check `build_time_partition_freshness_checks` builds.
 FRESHNESS_CHECK_NAME = "freshness_check"
-FRESHNESS_CHECK_KEY = AssetCheckKey(slice_metrics.key, FRESHNESS_CHECK_NAME)
+FRESHNESS_CHECK_KEY = AssetCheckKey(SLICE_METRICS_KEY, FRESHNESS_CHECK_NAME)
 
 
 def build_freshness_checks(
-    deadline: time, asset_key: AssetKey = slice_metrics.key
+    deadline: time, asset_key: AssetKey = SLICE_METRICS_KEY
 ) -> list[AssetChecksDefinition]:
     """Dagster's time-partition freshness check: the partition of the last complete UTC
     day exists once `deadline` (UTC) passed.
@@ -60,6 +44,3 @@ def build_freshness_checks(
                 severity=AssetCheckSeverity.ERROR,
             )
         )
-
-
-FRESHNESS_CHECKS = build_freshness_checks(freshness_deadline())

@@ -30,7 +30,6 @@ from seer_metrics.rules import (
     CheckOutcome,
     RulesConfig,
     evaluate_rules,
-    load_rules_config,
 )
 from seer_pipelines.alerts import (
     AlertDispatcher,
@@ -41,10 +40,9 @@ from seer_pipelines.alerts import (
     top_missing_requirements,
 )
 from seer_pipelines.defs.assets.metadata_display import display_metadata, markdown_cell
-from seer_pipelines.defs.assets.metrics import slice_metrics
-from seer_pipelines.defs.partitions import daily_partitions, partition_day
+from seer_pipelines.defs.assets.metrics import SLICE_METRICS_KEY
+from seer_pipelines.defs.partitions import partition_day
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.settings import setting
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
 
 SEVERITY = {"WARN": AssetCheckSeverity.WARN, "ERROR": AssetCheckSeverity.ERROR}
@@ -206,12 +204,11 @@ def _check_specs(
 
 
 def build_slice_checks(
-    config: RulesConfig | None = None,
-    partitions_def: PartitionsDefinition = daily_partitions,
-    asset_key: AssetKey = slice_metrics.key,
+    rules: RulesConfig,
+    partitions_def: PartitionsDefinition,
+    asset_key: AssetKey = SLICE_METRICS_KEY,
 ):
-    """One partitioned asset check per rule, all evaluated by one op."""
-    rules = config if config is not None else load_rules_config(setting("SEER_RULES_FILE"))
+    """One partitioned asset check per rule of `rules`, all evaluated by one op."""
     with warnings.catch_warnings():
         # Partitioned checks are a Dagster preview feature, used knowingly (per-day results).
         warnings.simplefilter("ignore", PreviewWarning)

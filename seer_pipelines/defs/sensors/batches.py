@@ -22,13 +22,13 @@ from dagster import (
     sensor,
 )
 
+from seer_pipelines.defs.jobs import DAILY_JOB_NAME
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.judging.batch_ledger import batch_judge, ledger_for
 
 # A batch takes minutes to hours: polling every five minutes costs nothing and adds little.
 BATCH_POLL_INTERVAL_SECONDS = 300
-DAILY_JOB_NAME = "seer_daily_job"
 
 
 @sensor(

@@ -6,7 +6,7 @@ check again (Dagster does not re-run a failed one).
 
 import warnings
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from dagster import (
     AssetCheckKey,
@@ -16,6 +16,7 @@ from dagster import (
     DagsterInstance,
     DefaultSensorStatus,
     RunRequest,
+    SensorDefinition,
     SensorEvaluationContext,
     SkipReason,
     SupersessionWarning,
@@ -29,11 +30,7 @@ from seer_pipelines.alerts import (
     AlertOutbox,
     SlackAlertResource,
 )
-from seer_pipelines.defs.checks.freshness import (
-    FRESHNESS_CHECK_KEY,
-    FRESHNESS_CHECKS,
-    freshness_deadline,
-)
+from seer_pipelines.defs.checks.freshness import FRESHNESS_CHECK_KEY
 from seer_pipelines.defs.checks.slice_rules import dispatcher_for
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.defs.sensors.alerts import delivery_summary
@@ -54,7 +51,7 @@ def is_materialized(instance, asset_key: AssetKey, partition: str) -> bool:
     return bool(records.records)
 
 
-def build_freshness_checks_sensor(checks: Sequence[AssetChecksDefinition]):
+def build_freshness_checks_sensor(checks: Sequence[AssetChecksDefinition]) -> SensorDefinition:
     """Dagster's sensor that runs the freshness checks whenever they could have changed."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SupersessionWarning)
@@ -77,6 +74,7 @@ def checked_partition(evaluation) -> date | None:
 def deliver_freshness(
     instance: DagsterInstance,
     dispatcher: AlertDispatcher,
+    deadline: time,
     check_key: AssetCheckKey = FRESHNESS_CHECK_KEY,
 ) -> RunRequest | SkipReason:
     """Post the latest failing freshness result once; resolve it when the check passes.
@@ -105,7 +103,7 @@ def deliver_freshness(
         "status": "fail",
         "severity": "ERROR",
         "asset": asset_name,
-        "deadline": f"{freshness_deadline():%H:%M} UTC",
+        "deadline": f"{deadline:%H:%M} UTC",
         "expected_partition": day.isoformat(),
         "latest_partition": latest_materialized_partition(instance, asset_key),
         "check": check_key.to_user_string(),
@@ -125,20 +123,22 @@ def deliver_freshness(
     return SkipReason(status)
 
 
-seer_freshness_checks_sensor = build_freshness_checks_sensor(FRESHNESS_CHECKS)
+def define_freshness_sensor(deadline: time) -> SensorDefinition:
+    """`seer_freshness_sensor`, naming `deadline` (UTC) in the alerts it posts."""
 
+    @sensor(
+        name="seer_freshness_sensor",
+        minimum_interval_seconds=FRESHNESS_INTERVAL_SECONDS,
+        default_status=DefaultSensorStatus.RUNNING,
+        description="Posts a failing freshness check of slice_metrics (yesterday's partition "
+        f"missing at {deadline:%H:%M} UTC, $SEER_FRESHNESS_DEADLINE) to Slack once, resolves "
+        "it when the check passes, and re-runs the check once the late partition lands.",
+    )
+    def seer_freshness_sensor(
+        context: SensorEvaluationContext, warehouse: WarehouseResource, slack: SlackAlertResource
+    ) -> RunRequest | SkipReason:
+        dispatcher = dispatcher_for(warehouse, slack)
+        dispatcher.log = context.log
+        return deliver_freshness(context.instance, dispatcher, deadline)
 
-@sensor(
-    name="seer_freshness_sensor",
-    minimum_interval_seconds=FRESHNESS_INTERVAL_SECONDS,
-    default_status=DefaultSensorStatus.RUNNING,
-    description="Posts a failing freshness check of slice_metrics (yesterday's partition "
-    "missing at $SEER_FRESHNESS_DEADLINE, HH:MM UTC, default 06:00) to Slack once, resolves "
-    "it when the check passes, and re-runs the check once the late partition lands.",
-)
-def seer_freshness_sensor(
-    context: SensorEvaluationContext, warehouse: WarehouseResource, slack: SlackAlertResource
-) -> RunRequest | SkipReason:
-    dispatcher = dispatcher_for(warehouse, slack)
-    dispatcher.log = context.log
-    return deliver_freshness(context.instance, dispatcher)
+    return seer_freshness_sensor

@@ -335,16 +335,22 @@ def test_pair_bounds_are_validated() -> None:
         PairSliceBounds(max_slices=-1)
 
 
-def test_pair_slices_exist_down_to_the_rules_minimum_sample(tmp_path, monkeypatch) -> None:
+def test_pair_slices_exist_down_to_the_rules_minimum_sample(tmp_path) -> None:
     """A smaller pair could never get a verdict; one as large as the minimum can."""
-    from seer_metrics.rules import DEFAULT_MINIMUM_SAMPLE
-    from seer_pipelines.defs.assets.metrics import SliceMetricsConfig
+    from seer_metrics.rules import DEFAULT_MINIMUM_SAMPLE, load_rules_config
+    from seer_pipelines.defs.assets.metrics import SliceDefaults, SliceMetricsConfig
+    from seer_pipelines.settings import load_settings
+
+    def defaults(env: dict[str, str]) -> SliceDefaults:
+        settings = load_settings(env)
+        return SliceDefaults.of(settings, load_rules_config(settings.rules_file))
 
     assert PairSliceBounds().minimum_events == DEFAULT_MINIMUM_SAMPLE
-    monkeypatch.delenv("SEER_RULES_FILE", raising=False)
-    assert SliceMetricsConfig().pair_bounds() == PairSliceBounds(DEFAULT_MINIMUM_SAMPLE, 50)
+    assert SliceMetricsConfig().pair_bounds(defaults({})) == PairSliceBounds(
+        DEFAULT_MINIMUM_SAMPLE, 50
+    )
     rules = tmp_path / "rules.yaml"
     rules.write_text("minimum_sample: 45\nrules: []\n", encoding="utf-8")
-    monkeypatch.setenv("SEER_RULES_FILE", str(rules))
-    assert SliceMetricsConfig().pair_bounds().minimum_events == 45
-    assert SliceMetricsConfig(pair_minimum_events=100).pair_bounds().minimum_events == 100
+    from_file = defaults({"SEER_RULES_FILE": str(rules)})
+    assert SliceMetricsConfig().pair_bounds(from_file).minimum_events == 45
+    assert SliceMetricsConfig(pair_minimum_events=100).pair_bounds(from_file).minimum_events == 100

@@ -12,7 +12,6 @@ import yaml
 from dagster import DagsterInstance, materialize
 
 from seer_pipelines.cli import main as seer
-from seer_pipelines.definitions import ASSETS
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.demo.instance import (
@@ -21,6 +20,7 @@ from seer_pipelines.demo.instance import (
     local_instance_yaml,
     write_local_instance,
 )
+from tests.default_location import DEFAULT_ASSETS
 
 ROOT = Path(__file__).resolve().parents[3]
 DAY = date(2026, 11, 29)
@@ -83,7 +83,7 @@ def test_the_judging_pool_holds_a_run_started_from_an_asset_selection(tmp_path) 
     write_local_instance(home, max_concurrent_runs=2)
     assets = [
         asset
-        for asset in ASSETS
+        for asset in DEFAULT_ASSETS
         if asset.key.to_user_string() in {"retrieval_events", "event_judgments"}
     ]
     assert len(assets) == 2

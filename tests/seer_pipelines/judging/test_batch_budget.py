@@ -25,9 +25,6 @@ from seer_metrics.evaluators.llm import DEFAULT_MODEL, DEFAULT_PRICES
 from seer_metrics.judgment import Requirement
 from seer_metrics.judgment_store import JudgmentStore, RequirementsRecord
 from seer_metrics.spend.cost_estimate import CostEstimator
-from seer_pipelines.defs.assets.events import retrieval_events
-from seer_pipelines.defs.assets.judgments import event_judgments
-from seer_pipelines.defs.assets.metrics import event_metrics
 from seer_pipelines.defs.checks.accounting import judging_figures
 from seer_pipelines.defs.checks.budget import budget_result
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
@@ -35,6 +32,7 @@ from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.defs.sensors.batches import seer_batch_sensor
 from seer_pipelines.judging.batch_ledger import day_events, ledger_for
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE
+from tests.default_location import event_judgments, event_metrics, retrieval_events
 
 DAY = date(2026, 11, 29)
 

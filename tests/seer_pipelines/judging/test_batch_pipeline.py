@@ -19,9 +19,6 @@ from seer_metrics.evaluators.batch import REQUIREMENTS_PHASE, SUPPORT_PHASE, Bat
 from seer_metrics.evaluators.llm import DEFAULT_MODEL
 from seer_metrics.evaluators.llm.prompts import PROMPT_VERSION
 from seer_metrics.judgment_store import judgment_key
-from seer_pipelines.defs.assets.events import retrieval_events
-from seer_pipelines.defs.assets.judgments import event_judgments
-from seer_pipelines.defs.assets.metrics import event_metrics, passage_judgments
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.defs.sensors.batches import seer_batch_sensor
@@ -29,6 +26,12 @@ from seer_pipelines.demo.source_table import write_events
 from seer_pipelines.demo.synthetic import generate_events
 from seer_pipelines.judging.batch_ledger import BatchLedger, advance_day, day_events, ledger_for
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, JUDGMENTS_TABLE
+from tests.default_location import (
+    event_judgments,
+    event_metrics,
+    passage_judgments,
+    retrieval_events,
+)
 
 DAY = date(2026, 11, 29)
 

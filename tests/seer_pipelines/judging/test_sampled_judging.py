@@ -17,9 +17,6 @@ from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment_store import JudgmentRecord, JudgmentStore, judgment_key
 from seer_metrics.rules import DEFAULT_RULES, evaluate_rules
 from seer_metrics.spend.budget import Budget, BudgetTracker
-from seer_pipelines.defs.assets.events import retrieval_events
-from seer_pipelines.defs.assets.judgments import event_judgments
-from seer_pipelines.defs.assets.metrics import event_metrics, slice_metrics
 from seer_pipelines.defs.checks.budget import budget_result
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
@@ -28,6 +25,7 @@ from seer_pipelines.demo.synthetic import generate_events
 from seer_pipelines.judging.budget_days import first_judged_at
 from seer_pipelines.judging.day_plan import BudgetGate
 from seer_testing.slice_rows import healthy_slice_row
+from tests.default_location import event_judgments, event_metrics, retrieval_events, slice_metrics
 
 DAY = date(2026, 11, 29)
 

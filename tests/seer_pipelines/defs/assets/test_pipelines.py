@@ -31,12 +31,9 @@ from seer_metrics.evaluators.base import EvaluationOutcome
 from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import InvalidEventError, RetrievalEvent
 from seer_metrics.judgment_store import judgment_key
-from seer_pipelines.defs.assets.events import retrieval_events
-from seer_pipelines.defs.assets.judgments import event_judgments
 from seer_pipelines.defs.assets.metadata_display import rounded
-from seer_pipelines.defs.assets.metrics import event_metrics, passage_judgments, slice_metrics
-from seer_pipelines.defs.checks.freshness import FRESHNESS_CHECKS
-from seer_pipelines.defs.jobs import seer_daily_job
+from seer_pipelines.defs.checks.freshness import build_freshness_checks
+from seer_pipelines.defs.jobs import define_daily_job
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.demo.source_table import write_events
@@ -47,6 +44,14 @@ from seer_pipelines.warehouse.schema import (
     JUDGMENTS_TABLE,
     PASSAGE_JUDGMENTS_TABLE,
     SLICE_METRICS_TABLE,
+)
+from tests.default_location import (
+    DEFAULT_SETTINGS,
+    event_judgments,
+    event_metrics,
+    passage_judgments,
+    retrieval_events,
+    slice_metrics,
 )
 
 ASSETS = [retrieval_events, event_judgments, event_metrics, passage_judgments, slice_metrics]
@@ -161,10 +166,11 @@ def run_day(
     instance: DagsterInstance,
     day: date,
     raise_on_error: bool = True,
+    assets: list = ASSETS,
     **evaluator: Any,
 ):
     return materialize(
-        ASSETS,
+        assets,
         partition_key=day.isoformat(),
         resources=resources(warehouse, **evaluator),
         instance=instance,
@@ -334,10 +340,11 @@ def test_three_day_backfill_through_the_job(warehouse) -> None:
     records = seed_warehouse(warehouse, days=3)
     days = [LAST_DAY - timedelta(days=offset) for offset in (2, 1, 0)]
     # The job leaves the freshness check out by its key, so the check must be defined.
+    freshness_checks = build_freshness_checks(DEFAULT_SETTINGS.freshness_deadline)
     definitions = Definitions(
         assets=ASSETS,
-        asset_checks=FRESHNESS_CHECKS,
-        jobs=[seer_daily_job],
+        asset_checks=freshness_checks,
+        jobs=[define_daily_job(ASSETS, freshness_checks, "lexical")],
         resources=resources(warehouse),
     )
     job = definitions.resolve_job_def("seer_daily_job")

@@ -12,8 +12,10 @@ import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, instance_for_test
 
+from seer_pipelines.definitions import define_assets
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.demo.source_table import write_events
+from seer_pipelines.settings import load_settings
 from seer_pipelines.warehouse.schema import (
     EVENT_METRICS_TABLE,
     JUDGMENTS_TABLE,
@@ -134,8 +136,8 @@ def test_long_event_ids_and_metadata_values_are_stored_whole(
         schema=warehouse.resolved_schema(),
         replace_days=False,
     )
-    monkeypatch.setenv("SEER_SLICE_KEYS", "env,tenant")
-    result = run_day(warehouse, postgres_instance, LAST_DAY)
+    by_tenant = define_assets(load_settings({"SEER_SLICE_KEYS": "env,tenant"}))
+    result = run_day(warehouse, postgres_instance, LAST_DAY, assets=list(by_tenant))
     assert result.success
     metrics = warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)
     assert {long_id, longer_id} <= set(metrics["event_id"])

@@ -79,7 +79,7 @@ def test_an_empty_day_is_visible_on_the_source_before_judging(tmp_path, monkeypa
     """Observing a day the source has not written yet records 0 rows and warns."""
     from dagster import Definitions, define_asset_job
 
-    from seer_pipelines.defs.assets.events import retrieval_events
+    from tests.default_location import retrieval_events
 
     url, day = seeded_warehouse(tmp_path)
     empty_day = (day - timedelta(days=2)).isoformat()  # before the seeded days

@@ -9,19 +9,23 @@ import pytest
 import sqlalchemy as sa
 from dagster import AssetCheckSeverity, DagsterInstance, materialize
 
-from seer_pipelines.defs.assets.events import retrieval_events
-from seer_pipelines.defs.assets.judgments import event_judgments
-from seer_pipelines.defs.assets.metrics import event_metrics
 from seer_pipelines.defs.checks.accounting import (
     account_for_day,
+    define_rows_accounted_for,
     judging_figures,
-    rows_accounted_for,
 )
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE
+from tests.default_location import (
+    DAILY_PARTITIONS,
+    event_judgments,
+    event_metrics,
+    retrieval_events,
+)
 
 DAY = date(2026, 11, 29)
+rows_accounted_for = define_rows_accounted_for(DAILY_PARTITIONS)
 
 
 def row(event_id: str | None, event_ts: str | None) -> dict:

@@ -15,11 +15,12 @@ from dagster import AssetCheckSeverity, AssetExecutionContext, DagsterInstance, 
 from seer_metrics.rules import DEFAULT_RULES, parse_rules_config
 from seer_pipelines.alerts import CARRIED, SENT, AlertOutbox, SlackAlertResource
 from seer_pipelines.defs.checks.slice_rules import build_slice_checks
-from seer_pipelines.defs.partitions import daily_partitions, partition_day
+from seer_pipelines.defs.partitions import partition_day
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.schema import SLICE_METRICS_TABLE
 from seer_testing.fake_slack import FakeSlack
 from seer_testing.slice_rows import healthy_slice_row
+from tests.default_location import DAILY_PARTITIONS
 
 DAY = "2026-11-29"
 WEEK = [(date(2026, 11, 29) - timedelta(days=i)).isoformat() for i in range(7, 0, -1)]
@@ -50,7 +51,7 @@ def regressed_day(day: str) -> list[dict]:
 
 
 def stand_in_asset(rows_by_day: dict[str, list[dict]]):
-    @asset(name="slice_metrics", partitions_def=daily_partitions)
+    @asset(name="slice_metrics", partitions_def=DAILY_PARTITIONS)
     def slice_metrics(context: AssetExecutionContext, warehouse: WarehouseResource) -> None:
         day = partition_day(context.partition_key)
         with warehouse.partition_writer(SLICE_METRICS_TABLE, day) as writer:
@@ -67,7 +68,10 @@ def warehouse(tmp_path: Path) -> WarehouseResource:
 
 def run_day(day, rows_by_day, warehouse, slack, instance, checks=None):
     result = materialize(
-        [stand_in_asset(rows_by_day), checks or build_slice_checks(DEFAULT_RULES)],
+        [
+            stand_in_asset(rows_by_day),
+            checks or build_slice_checks(DEFAULT_RULES, DAILY_PARTITIONS),
+        ],
         partition_key=day,
         resources={"warehouse": warehouse, "slack": slack},
         instance=instance,
@@ -201,7 +205,7 @@ def test_release_over_release_check_from_config(warehouse) -> None:
             warehouse,
             slack_for(fake),
             DagsterInstance.ephemeral(),
-            checks=build_slice_checks(config),
+            checks=build_slice_checks(config, DAILY_PARTITIONS),
         )
         assert set(evaluations) == {"v2_vs_v1"}
         result = evaluations["v2_vs_v1"]

@@ -22,16 +22,17 @@ from dagster._core.test_utils import freeze_time
 from seer_pipelines.alerts import KIND_FRESHNESS, RESOLVED, AlertOutbox, SlackAlertResource
 from seer_pipelines.defs.checks.freshness import FRESHNESS_CHECK_KEY, build_freshness_checks
 from seer_pipelines.defs.checks.slice_rules import dispatcher_for
-from seer_pipelines.defs.partitions import daily_partitions
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.defs.sensors.freshness import checked_partition, deliver_freshness
 from seer_testing.fake_slack import FakeSlack
+from tests.default_location import DAILY_PARTITIONS
 
 DAY = date(2026, 11, 29)
 NOW = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)  # after the 06:00 deadline for DAY
+DEADLINE = time(6, 0)
 
 
-@asset(name="slice_metrics", partitions_def=daily_partitions)
+@asset(name="slice_metrics", partitions_def=DAILY_PARTITIONS)
 def stand_in() -> None:
     return None
 
@@ -89,23 +90,25 @@ def test_a_late_partition_is_posted_once_then_resolved(warehouse) -> None:
             warehouse,
             slack(token="xoxb-t", channel="#ops", api_url=fake.base_url, dagster_url="https://d"),
         )
-        assert isinstance(deliver_freshness(instance, dispatcher), SkipReason)  # no result yet
+        assert isinstance(
+            deliver_freshness(instance, dispatcher, DEADLINE), SkipReason
+        )  # no result yet
         assert not run_freshness_check(instance, NOW, DAY)
-        outcome = deliver_freshness(instance, dispatcher)
+        outcome = deliver_freshness(instance, dispatcher, DEADLINE)
         assert isinstance(outcome, SkipReason)
         assert "slice_metrics 2026-11-29 is late" in outcome.skip_message
-        deliver_freshness(instance, dispatcher)  # the next tick: not posted again
+        deliver_freshness(instance, dispatcher, DEADLINE)  # the next tick: not posted again
         assert len(fake.messages) == 1
         text = fake.messages[0]["blocks"][1]["text"]["text"]
         assert "Partition *2026-11-29* of `slice_metrics` has not materialized" in text
         assert "Last materialized partition: 2026-11-28" in text
         # The partition lands: the sensor asks for the check again, once per failed result.
         materialize([stand_in], partition_key="2026-11-29", instance=instance)
-        request = deliver_freshness(instance, dispatcher)
+        request = deliver_freshness(instance, dispatcher, DEADLINE)
         assert isinstance(request, RunRequest)
         assert request.asset_check_keys == [FRESHNESS_CHECK_KEY]
         assert run_freshness_check(instance, NOW, DAY)
-        outcome = deliver_freshness(instance, dispatcher)
+        outcome = deliver_freshness(instance, dispatcher, DEADLINE)
         assert isinstance(outcome, SkipReason)
         assert outcome.skip_message.endswith("materialized (freshness check passed)")
         assert len(fake.messages) == 1

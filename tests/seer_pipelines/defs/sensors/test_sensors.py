@@ -25,9 +25,7 @@ from seer_pipelines.alerts import (
     AlertOutbox,
     SlackAlertResource,
 )
-from seer_pipelines.defs.checks.freshness import freshness_deadline
 from seer_pipelines.defs.checks.slice_rules import dispatcher_for
-from seer_pipelines.defs.partitions import daily_partitions
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.defs.sensors.alerts import (
     BACKFILL_QUIET_PERIOD,
@@ -35,7 +33,9 @@ from seer_pipelines.defs.sensors.alerts import (
     seer_pending_alerts_sensor,
     seer_run_failure_sensor,
 )
+from seer_pipelines.settings import load_settings, parse_deadline
 from seer_testing.fake_slack import FakeSlack
+from tests.default_location import DAILY_PARTITIONS
 
 DAY = date(2026, 11, 29)
 
@@ -91,7 +91,7 @@ def test_pending_alerts_sensor_delivers_after_slack_recovers(warehouse) -> None:
 
 
 def test_run_failure_sensor_posts_the_crashed_run(warehouse) -> None:
-    @asset(partitions_def=daily_partitions)
+    @asset(partitions_def=DAILY_PARTITIONS)
     def exploding() -> None:
         raise RuntimeError(
             "warehouse said <!channel> no to postgresql://seer:hunter2@db.example/seer"
@@ -129,7 +129,7 @@ def test_run_failure_sensor_posts_the_crashed_run(warehouse) -> None:
 
 
 def test_a_failed_backfill_is_one_message_listing_its_days(warehouse) -> None:
-    @asset(partitions_def=daily_partitions)
+    @asset(partitions_def=DAILY_PARTITIONS)
     def exploding() -> None:
         raise ValueError("Partition key range start is before the partitions start")
 
@@ -193,18 +193,18 @@ def test_run_failure_sensor_posts_directly_when_the_warehouse_is_down() -> None:
         assert "__ephemeral_asset_job__" in fake.messages[0]["text"]
 
 
-def test_freshness_deadline_parsing(monkeypatch) -> None:
-    assert freshness_deadline("06:30") == time(6, 30)
-    monkeypatch.setenv("SEER_FRESHNESS_DEADLINE", "9:05")
-    assert freshness_deadline() == time(9, 5)
+def test_freshness_deadline_parsing() -> None:
+    assert parse_deadline("06:30") == time(6, 30)
+    assert parse_deadline(None) == time(6, 0)
+    assert load_settings({"SEER_FRESHNESS_DEADLINE": "9:05"}).freshness_deadline == time(9, 5)
     with pytest.raises(ValueError, match="SEER_FRESHNESS_DEADLINE must be HH:MM"):
-        freshness_deadline("25:00")
+        parse_deadline("25:00")
 
 
 def test_sensors_load_in_definitions() -> None:
-    from seer_pipelines.definitions import SENSORS
+    from seer_pipelines.definitions import defs
 
-    names = {s.name for s in SENSORS}
+    names = {s.name for s in defs.sensors}
     assert names == {
         "seer_pending_alerts_sensor",
         "seer_run_failure_sensor",
