@@ -36,6 +36,8 @@ from seer_metrics.rules.statistics import one_sided_p_value, z_value
 
 # Consistency constant of the median absolute deviation for a normal distribution.
 _MAD_TO_STD = 1.4826
+# Earlier days a normal count needs (one or two ordinary days are no normal).
+_MINIMUM_DAYS = 3
 # Same-weekday days needed before the normal is read from them alone.
 _SAME_WEEKDAY_DAYS = 2
 # A slice seen on more than half of this many recent days and absent today has vanished.
@@ -85,7 +87,7 @@ def evaluate_volume(
     assert rule.baseline is not None
     day = base["partition_date"]
     counts = daily_counts(history, day, rule.baseline.trailing_days)
-    if not counts:
+    if len(counts) < _MINIMUM_DAYS:
         return CheckOutcome(
             **base,
             status="no_baseline",
@@ -93,7 +95,8 @@ def evaluate_volume(
             sample_size=observed,
             baseline_label=rule.baseline.describe(),
             baseline_sample_size=0,
-            message=f"{label}: {observed:,} events; no earlier days to compare the volume with",
+            message=f"{label}: {observed:,} events; fewer than {_MINIMUM_DAYS} earlier days to "
+            "compare the volume with",
         )
     normal, spread, what = normal_count(counts, day)
     if normal < settings.minimum_sample:
