@@ -409,7 +409,8 @@ def check_demo(walkthrough: Walkthrough, finished: Finished) -> None:
     heading = f"alert for {release}"
     assert heading in finished.output, f"no alert for {release}:\n{finished.output[-3000:]}"
     alert = finished.output.split(heading, 1)[1].split("Seer: ", 1)[0]
-    assert PAIR_SLICE in alert.splitlines()[1], alert
+    first_slice = alert.split("-" * 60 + "\n", 1)[1].splitlines()[0]
+    assert first_slice.startswith(PAIR_SLICE), alert
     assert f"== {days[-1].isoformat()}: " in finished.output
     with walkthrough.instance() as instance:
         from dagster import DagsterRunStatus, RunsFilter
