@@ -633,6 +633,8 @@ class Step:
     server_check: Callable[[Walkthrough, Server], None] | None = None
     not_run: str = ""  # why the test does not run it
     needs_postgres: bool = False
+    # Sets the shell's state (`source`, `export`, `unset`): run again in every new shell.
+    shell_state: bool = False
 
 
 STEPS = (
@@ -643,7 +645,7 @@ STEPS = (
     Step(r"make dev", server_check=check_demo_server),
     Step(r"dagster dev -w workspace\.yaml", server_check=check_demo_server),
     Step(r"dagster dev", server_check=check_production_server, needs_postgres=True),
-    Step(r"source \.venv/bin/activate", check_activate),
+    Step(r"source \.venv/bin/activate", check_activate, shell_state=True),
     Step(r"(\.venv/bin/)?seer calibrate \S+( --events-out \S+)?", check_calibrate),
     Step(r"seer evaluate \S+( --out \S+)?", check_evaluate),
     Step(r"seer estimate \S+ --json", check_estimate),
@@ -652,9 +654,9 @@ STEPS = (
         r"\.venv/bin/python benchmarks/judge_agreement\.py --file \.\./shared/.*",
         not_run="the held-out files are not in the repository",
     ),
-    Step(r"(export )?[A-Z_][A-Z0-9_]*=.*", check_environment),
+    Step(r"(export )?[A-Z_][A-Z0-9_]*=.*", check_environment, shell_state=True),
     Step(r"createdb .*\$DAGSTER_PG_DB", check_database_created, needs_postgres=True),
-    Step(r"unset [A-Z_ ]+", check_unset),
+    Step(r"unset [A-Z_ ]+", check_unset, shell_state=True),
     Step(r"dagster asset materialize .* --partition \S+", check_materialize),
     Step(r"dagster job backfill .*--from .+ --to .+", check_backfill),
 )
@@ -776,8 +778,10 @@ def test_the_walkthrough_works_as_written_in_a_fresh_clone(walkthrough: Walkthro
             if reason:
                 not_run.append(f"{command}: {reason}")
                 continue
-            if command.command in session.done:
-                continue  # a later doc repeating the same command: already run and checked
+            if command.command in session.done and not step.shell_state:
+                # A later doc repeating a command in the same environment (its `export`s
+                # and assignments are run and checked again): already run and checked.
+                continue
             started = time.monotonic()
             if step.server_check is not None:
                 step.server_check(walkthrough, session.start(command))
