@@ -663,7 +663,27 @@ STEPS = (
 
 # Dagster's own warnings on the documented path, each explained in a doc: a regex of the
 # output line, the doc, and the words of the doc that explain it.
-DAGSTER_WARNINGS = ()
+DAGSTER_WARNINGS = (
+    (
+        r"SupersessionWarning: Function `(dev_command|asset_materialize_command)` is "
+        r"superseded",
+        "docs/deployment.md",
+        "Dagster 1.13 recommends its `dg` CLI, and these `dagster` commands keep working",
+    ),
+    (
+        r"BetaWarning: Parameter `include_sources` of function `AssetSelection.all`",
+        "docs/deployment.md",
+        "Dagster's selection parser calls its own beta parameter for `*`",
+    ),
+    (
+        r"Found a dagster instance configuration value \(dagster.yaml\) in the current "
+        r"folder, but your DAGSTER_HOME environment variable is set",
+        "docs/deployment.md",
+        "Dagster logs one warning, `Found a dagster instance configuration value "
+        "(dagster.yaml) in the current folder, but your DAGSTER_HOME environment variable "
+        "is set to ...`: that is expected",
+    ),
+)
 WARNING_LINE = re.compile(r"warning", re.IGNORECASE)
 
 
