@@ -59,3 +59,34 @@ def test_the_architecture_section_names_every_module_of_the_packages():
             or (path.is_dir() and (path / "__init__.py").exists())
         }
         assert named == on_disk, f"{package}: missing {on_disk - named}, stale {named - on_disk}"
+
+
+REPOSITORY_PATH = re.compile(
+    r"\b((?:seer_metrics|seer_pipelines|seer_testing|tests|benchmarks|deploy)/[\w./-]*[\w/])"
+)
+DOTTED_NAME = re.compile(r"`((?:seer_metrics|seer_pipelines)(?:\.\w+)+)")
+
+
+def test_every_path_and_module_the_docs_name_exists():
+    """The layout moves left no stale path or dotted name in the README or docs/."""
+    import importlib
+
+    root = README.parent
+    stale = []
+    for page in [README, *sorted((root / "docs").glob("*.md"))]:
+        for number, line in enumerate(page.read_text().splitlines(), start=1):
+            for path in REPOSITORY_PATH.findall(line):
+                if not (root / path).exists():
+                    stale.append(f"{page.name}:{number}: {path}")
+            for dotted in DOTTED_NAME.findall(line):
+                module, _, name = dotted.rpartition(".")
+                try:
+                    found = hasattr(importlib.import_module(module), name)
+                except ImportError:
+                    found = False
+                if not found:
+                    try:
+                        importlib.import_module(dotted)
+                    except ImportError:
+                        stale.append(f"{page.name}:{number}: {dotted}")
+    assert not stale, "\n".join(stale)

@@ -1,17 +1,24 @@
-"""The README's walkthrough, run as written in a fresh clone, each command's effect checked.
+"""Every shell block of README.md and docs/*.md, run as written in a fresh clone, each
+command's effect checked.
 
 This checkout's HEAD is cloned into a temporary directory (uncommitted changes are not
 in it: commit before running this test). Its `.venv` links to the
 virtualenv running the tests, with its own install stamp, so `make` installs nothing, and
-PYTHONPATH points at the clone, so every process imports the clone's code. The shell
-blocks of README.md and docs/pipelines.md are read command by command and run in their
-order in one shell session: `source`, `export` and plain assignments carry over to the
-next command, and a long-running server (`make dev`, `dagster dev`) is started on a free
-port and left running for the commands after it, as in a second terminal.
+PYTHONPATH points at the clone, so every process imports the clone's code. The docs are
+read in `WALKTHROUGH_DOCS` order, each in a new shell session in the same clone (a user
+opening another terminal in the checkout): within a doc, `source`, `export`, `unset` and
+plain assignments carry over to the next command, and a long-running server (`make dev`,
+`dagster dev`) is started on a free port and left running for the commands after it, as
+in a second terminal.
 
-Every command must be known here: one that is not fails the test, so a new README command
-comes with a check of what it does. The `seer` command lines of every doc are parsed by
-the real `seer` parser, so a doc never names an option that does not exist.
+Every command must be known here: one that is not fails the test, so a new doc command
+comes with a check of what it does. The blocks that cannot run on this machine are listed
+in `NOT_RUN_BLOCKS` with the reason, and so are the few commands of runnable blocks that
+are not run (`Step.not_run`). The production instance's commands run against a scratch
+PostgreSQL database that the test drops afterwards. A line of any command's output (or
+server log) that says `warning` must be one of `DAGSTER_WARNINGS`, each explained in the
+doc it names. The `seer` command lines of every doc are parsed by the real `seer` parser,
+so a doc never names an option that does not exist.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -41,8 +49,31 @@ from tests.webserver_graphql import graphql
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = Path(sys.prefix)
-# The docs whose shell blocks are a walkthrough a user runs on the demo, in this order.
-WALKTHROUGH_DOCS = ("README.md", "docs/pipelines.md")
+# The docs with shell blocks, in the order a user runs them on the demo: the README first
+# (`make demo`), then the pipelines on the demo's instance, then the rest.
+WALKTHROUGH_DOCS = (
+    "README.md",
+    "docs/pipelines.md",
+    "docs/agreement.md",
+    "docs/llm-evaluator.md",
+    "docs/deployment.md",
+)
+# The blocks that cannot run on this machine, by their doc and first command, and why.
+NOT_RUN_BLOCKS = {
+    ("docs/llm-evaluator.md", "export OPENAI_API_KEY=sk-..."): "needs a real OpenAI key",
+    ("docs/llm-evaluator.md", "export OPENAI_BASE_URL=https://RESOURCE.openai.azure.com/openai/v1/"):
+        "needs an Azure OpenAI resource and its key",
+    ("docs/llm-evaluator.md", "vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000"):
+        "needs vLLM on a GPU and the model's weights",
+    ("docs/llm-evaluator.md", "ollama pull qwen2.5:7b"): "needs Ollama and a 4.7 GB model",
+    ("docs/llm-evaluator.md", "llama-server --model model.gguf --ctx-size 8192 --port 8080"):
+        "needs llama.cpp (or llama-cpp-python) and a GGUF model",
+    ("docs/deployment.md", "export DAGSTER_HOME=/srv/seer/dagster_home"):
+        "three servers on fixed public ports with a placeholder warehouse URL; "
+        "tests/test_topology.py starts these three processes the same way on free ports",
+    ("docs/deployment.md", "docker compose -f deploy/docker-compose.yml up --build"):
+        "needs a Docker daemon",
+}  # fmt: skip
 DEMO_DAYS = 14
 PAIR_SLICE = "env=prod,feature_flag=retrieval-v2"
 SERVER_START_SECONDS = 180
@@ -70,6 +101,17 @@ class DocCommand:
         return f"{self.doc}:{self.line}: {self.command}"
 
 
+@dataclass(frozen=True)
+class ShellBlock:
+    doc: str
+    line: int
+    commands: tuple[DocCommand, ...]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.doc, self.commands[0].command)
+
+
 def strip_comment(text: str) -> str:
     """`text` up to a `#` that starts a shell comment (outside quotes, after a blank)."""
     quote = None
@@ -84,15 +126,20 @@ def strip_comment(text: str) -> str:
     return text
 
 
-def shell_commands(doc: Path, relative: str) -> list[DocCommand]:
-    """The commands of the doc's ```bash blocks, in order."""
+def shell_blocks(doc: Path, relative: str) -> list[ShellBlock]:
+    """The doc's ```bash blocks (indented ones in a list item too), command by command."""
+    blocks: list[ShellBlock] = []
     commands: list[DocCommand] = []
     in_block = False
+    block_start = 0
     pending: list[str] = []
     start = 0
     for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.startswith("```"):
+        if line.lstrip().startswith("```"):
+            if in_block and commands:
+                blocks.append(ShellBlock(relative, block_start, tuple(commands)))
             in_block = not in_block and line.strip() in ("```bash", "```sh", "```shell")
+            commands, pending, block_start = [], [], number
             continue
         if not in_block:
             continue
@@ -106,12 +153,37 @@ def shell_commands(doc: Path, relative: str) -> list[DocCommand]:
         pending = []
         if strip_comment(text).strip():
             commands.append(DocCommand(relative, start, text))
-    return commands
+    return blocks
+
+
+def shell_commands(doc: Path, relative: str) -> list[DocCommand]:
+    """The commands of the doc's shell blocks, in order."""
+    return [command for block in shell_blocks(doc, relative) for command in block.commands]
+
+
+def doc_paths() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_the_walkthrough_reads_every_doc_with_a_shell_block() -> None:
+    """A new doc's commands are run too, and every block not run is one that exists."""
+    with_blocks = {str(doc.relative_to(ROOT)) for doc in doc_paths() if shell_blocks(doc, doc.name)}
+    assert with_blocks == set(WALKTHROUGH_DOCS)
+    keys = {block.key for doc in WALKTHROUGH_DOCS for block in shell_blocks(ROOT / doc, doc)}
+    assert set(NOT_RUN_BLOCKS) <= keys, set(NOT_RUN_BLOCKS) - keys
+    # The indented blocks of a list item are read too.
+    assert any(
+        command.command.startswith("dagster job backfill")
+        for command in shell_commands(ROOT / "docs/pipelines.md", "docs/pipelines.md")
+    )
 
 
 def all_doc_commands() -> list[DocCommand]:
-    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-    return [command for doc in docs for command in shell_commands(doc, str(doc.relative_to(ROOT)))]
+    return [
+        command
+        for doc in doc_paths()
+        for command in shell_commands(doc, str(doc.relative_to(ROOT)))
+    ]
 
 
 def test_every_seer_command_line_in_the_docs_parses() -> None:
@@ -195,6 +267,15 @@ class Session:
     logs: Path
     servers: list[Server] = field(default_factory=list)
     done: dict[str, Finished] = field(default_factory=dict)
+    fresh_env: dict[str, str] = field(default_factory=dict)
+    stopped: list[Server] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.fresh_env = dict(self.env)
+
+    def new_shell(self) -> None:
+        """Another terminal in the same clone: the environment it started with."""
+        self.env = dict(self.fresh_env)
 
     def run(self, command: DocCommand) -> Finished:
         environment_file = self.logs / "environment"
@@ -225,9 +306,7 @@ class Session:
 
     def start(self, command: DocCommand) -> Server:
         """A server in its own process group, on a free port, answering before it returns."""
-        for server in self.servers:  # one UI and daemon at a time on the instance
-            server.stop()
-        self.servers.clear()
+        self.stop_servers()  # one UI and daemon at a time
         port = free_port()
         log = self.logs / f"server-{len(self.done)}.log"
         env = {**self.env, "DAGSTER_CLI_DEV_PORT": str(port)}
@@ -251,6 +330,7 @@ class Session:
     def stop_servers(self) -> None:
         for server in self.servers:
             server.stop()
+            self.stopped.append(server)
         self.servers.clear()
 
 
@@ -268,6 +348,10 @@ def webserver_answers(port: int) -> bool:
 @dataclass
 class Walkthrough:
     session: Session
+    # The database the production instance's commands use instead of `dagster`, created by
+    # the doc's `createdb` and dropped afterwards; None when no PostgreSQL is reachable.
+    instance_database: str | None
+    postgres_unreachable: str | None = None
 
     @property
     def root(self) -> Path:
@@ -307,12 +391,27 @@ def check_demo(walkthrough: Walkthrough, finished: Finished) -> None:
         "select count(distinct partition_date), count(*) from seer_event_metrics"
     )[0]
     assert rows[0] == DEMO_DAYS and rows[1] > 100 * DEMO_DAYS, rows
-    # The injected release: both regressed days alert, naming the pair slice.
-    for day in days[-2:]:
-        heading = f"alert for {day.isoformat()}"
-        assert heading in finished.output, f"no alert for {day}:\n{finished.output[-3000:]}"
-        alert = finished.output.split(heading, 1)[1].split("Seer: ", 1)[0]
-        assert PAIR_SLICE in alert, alert
+    # What alerting did, counted as the outbox holds it: the days that paged apart from the
+    # days with failing checks (an open incident is carried without a page).
+    states = walkthrough.warehouse(
+        "select partition_date, group_concat(distinct state) from seer_alerts "
+        "where kind = 'check' and state != 'resolved' group by partition_date"
+    )
+    paged = sum(1 for _, day_states in states if {"sent", "pending"} & set(day_states.split(",")))
+    header = (
+        f"Alerts: {paged} of {DEMO_DAYS} days paged; {len(states)} of {DEMO_DAYS} days have "
+        "failing checks"
+    )
+    assert header in finished.output, finished.output[-3000:]
+    # The injected release pages on its first day, led by the pair slice where it happened;
+    # its second day fails too, carried or paged.
+    release = days[-2].isoformat()
+    heading = f"alert for {release}"
+    assert heading in finished.output, f"no alert for {release}:\n{finished.output[-3000:]}"
+    alert = finished.output.split(heading, 1)[1].split("Seer: ", 1)[0]
+    first_slice = alert.split("-" * 60 + "\n", 1)[1].splitlines()[0]
+    assert first_slice.startswith(PAIR_SLICE), alert
+    assert f"== {days[-1].isoformat()}: " in finished.output
     with walkthrough.instance() as instance:
         from dagster import DagsterRunStatus, RunsFilter
 
@@ -321,15 +420,38 @@ def check_demo(walkthrough: Walkthrough, finished: Finished) -> None:
     assert {day.isoformat() for day in days} <= partitions
 
 
-def check_server(walkthrough: Walkthrough, server: Server) -> None:
-    """The UI serves the demo's instance with the demo's days as partitions."""
+def partition_keys(server: Server) -> list[str]:
     answer = graphql(
         server.port,
         '{ assetNodeOrError(assetKey: {path: ["slice_metrics"]}) '
         "{ ... on AssetNode { partitionKeys } } }",
     )
-    keys = answer["data"]["assetNodeOrError"]["partitionKeys"]
+    return answer["data"]["assetNodeOrError"]["partitionKeys"]
+
+
+def check_demo_server(walkthrough: Walkthrough, server: Server) -> None:
+    """The UI serves the demo's instance with the demo's days as partitions."""
+    keys = partition_keys(server)
     assert keys == [day.isoformat() for day in walkthrough.demo_days()], keys
+
+
+def check_production_server(walkthrough: Walkthrough, server: Server) -> None:
+    """A bare `dagster dev`: the production instance, its storage in the database the doc
+    created, and the code location with its default first partition."""
+    import sqlalchemy as sa
+
+    env = walkthrough.session.env
+    assert "DAGSTER_HOME" not in env
+    assert env["DAGSTER_PG_DB"] == walkthrough.instance_database
+    engine = sa.create_engine(postgres_server_url(walkthrough.instance_database))
+    try:
+        with engine.connect() as connection:
+            tables = set(sa.inspect(connection).get_table_names())
+    finally:
+        engine.dispose()
+    assert {"runs", "event_logs"} <= tables, tables  # the instance's storage is there
+    keys = partition_keys(server)
+    assert keys[0] == "2025-01-01" and keys[-1] == walkthrough.demo_days()[-1].isoformat()
 
 
 def check_activate(walkthrough: Walkthrough, finished: Finished) -> None:
@@ -340,20 +462,59 @@ def check_activate(walkthrough: Walkthrough, finished: Finished) -> None:
     assert found and Path(found).resolve().parent == venv_bin, found
 
 
+PRODUCTION_INSTANCE_ENV = {
+    "DAGSTER_PG_HOST": "127.0.0.1",
+    "DAGSTER_PG_PORT": "5432",
+    "DAGSTER_PG_USER": "postgres",
+    "DAGSTER_PG_PASSWORD": "",
+    "DAGSTER_PG_DB": "dagster",
+}
+
+
 def check_environment(walkthrough: Walkthrough, finished: Finished) -> None:
-    """`export NAME=...` and `NAME=...` lines: the demo's instance and days."""
+    """`export NAME=...` and `NAME=...` lines: the demo's instance and days, and the
+    production instance's database."""
     check_succeeded(walkthrough, finished)
     env = walkthrough.session.env
     expected = {
         "DAGSTER_HOME": str(walkthrough.home),
         "SEER_START_DATE": walkthrough.demo_days()[0].isoformat(),
         "DAY": walkthrough.demo_days()[-1].isoformat(),
+        **PRODUCTION_INSTANCE_ENV,
     }
     names = re.findall(r"(?:^|\s)([A-Z_][A-Z0-9_]*)=", finished.command.command)
     assert names, finished.command
     for name in names:
         assert name in expected, f"{finished.command}: no check for {name}"
         assert env.get(name) == expected[name], (name, env.get(name), expected[name])
+    if "DAGSTER_PG_DB" in names:
+        # The doc's database name, `dagster`, may be another instance's on this server:
+        # the commands after this one use a scratch database in its place.
+        env["DAGSTER_PG_DB"] = walkthrough.instance_database or ""
+
+
+def check_database_created(walkthrough: Walkthrough, finished: Finished) -> None:
+    """`createdb` made the instance's (scratch) database."""
+    import sqlalchemy as sa
+
+    check_succeeded(walkthrough, finished)
+    name = walkthrough.session.env["DAGSTER_PG_DB"]
+    assert name == walkthrough.instance_database
+    engine = sa.create_engine(postgres_server_url("postgres"))
+    try:
+        with engine.connect() as connection:
+            found = connection.execute(
+                sa.text("select 1 from pg_database where datname = :name"), {"name": name}
+            ).all()
+    finally:
+        engine.dispose()
+    assert found, f"{finished.command} did not create {name}"
+
+
+def check_unset(walkthrough: Walkthrough, finished: Finished) -> None:
+    check_succeeded(walkthrough, finished)
+    for name in shlex.split(finished.command.command)[1:]:
+        assert name not in walkthrough.session.env, name
 
 
 def _partition_runs(walkthrough: Walkthrough, tags: dict[str, str]) -> list:
@@ -418,9 +579,25 @@ def check_calibrate(walkthrough: Walkthrough, finished: Finished) -> None:
     check_succeeded(walkthrough, finished)
     assert "citation precision vs gold" in finished.output, finished.output[-2000:]
     words = walkthrough.session.words(finished.command)
-    events = walkthrough.root / words[words.index("--events-out") + 1]
-    records = [json.loads(line) for line in events.read_text().splitlines()]
-    assert len(records) == 100 and all(record["context"] for record in records)
+    if "--events-out" in words:
+        events = walkthrough.root / words[words.index("--events-out") + 1]
+        records = [json.loads(line) for line in events.read_text().splitlines()]
+        assert len(records) == 100 and all(record["context"] for record in records)
+
+
+def check_agreement_benchmark(walkthrough: Walkthrough, finished: Finished) -> None:
+    """The dev rows of the README's agreement table, as the benchmark prints them."""
+    check_succeeded(walkthrough, finished)
+    readme = (walkthrough.root / "README.md").read_text(encoding="utf-8")
+    for sample, file in (("HotpotQA", "hotpotqa"), ("MuSiQue", "musique")):
+        row = next(
+            line for line in readme.splitlines() if line.lstrip().startswith(f"| dev {sample}")
+        )
+        precision, recall, flag = re.findall(r"\| (0\.\d{3})", row)[:3]
+        section = finished.output.split(f"== {file}", 1)[1].split("\n== ", 1)[0]
+        assert f"citation precision vs gold (in context): {precision}" in section, section
+        assert f"citation recall vs gold (in context):    {recall}" in section, section
+        assert f"'gold missing from context': {flag}" in section, section
 
 
 def check_evaluate(walkthrough: Walkthrough, finished: Finished) -> None:
@@ -453,8 +630,11 @@ def check_estimate(walkthrough: Walkthrough, finished: Finished) -> None:
 class Step:
     pattern: str
     check: Callable[[Walkthrough, Finished], None] | None = None
-    server: bool = False
+    server_check: Callable[[Walkthrough, Server], None] | None = None
     not_run: str = ""  # why the test does not run it
+    needs_postgres: bool = False
+    # Sets the shell's state (`source`, `export`, `unset`): run again in every new shell.
+    shell_state: bool = False
 
 
 STEPS = (
@@ -462,17 +642,50 @@ STEPS = (
     Step(r"make test", not_run="it is the test suite this test belongs to"),
     Step(r"\.ci/run", not_run="it runs `make test`, this suite"),
     Step(r"make bench", not_run="the benchmarks take minutes; each prints its own target"),
-    Step(r"make dev", server=True),
-    Step(r"dagster dev -w workspace\.yaml", server=True),
-    Step(r"source \.venv/bin/activate", check_activate),
-    Step(r"seer calibrate \S+ --events-out \S+", check_calibrate),
+    Step(r"make dev", server_check=check_demo_server),
+    Step(r"dagster dev -w workspace\.yaml", server_check=check_demo_server),
+    Step(r"dagster dev", server_check=check_production_server, needs_postgres=True),
+    Step(r"source \.venv/bin/activate", check_activate, shell_state=True),
+    Step(r"(\.venv/bin/)?seer calibrate \S+( --events-out \S+)?", check_calibrate),
     Step(r"seer evaluate \S+( --out \S+)?", check_evaluate),
     Step(r"seer estimate \S+ --json", check_estimate),
-    Step(r"(export )?[A-Z_][A-Z0-9_]*=.*", check_environment),
+    Step(r"\.venv/bin/python benchmarks/judge_agreement\.py", check_agreement_benchmark),
+    Step(
+        r"\.venv/bin/python benchmarks/judge_agreement\.py --file \.\./shared/.*",
+        not_run="the held-out files are not in the repository",
+    ),
+    Step(r"(export )?[A-Z_][A-Z0-9_]*=.*", check_environment, shell_state=True),
+    Step(r"createdb .*\$DAGSTER_PG_DB", check_database_created, needs_postgres=True),
+    Step(r"unset [A-Z_ ]+", check_unset, shell_state=True),
     Step(r"dagster asset materialize .* --partition \S+", check_materialize),
     Step(r"dg launch --job \S+ --partition \S+", check_materialize),
     Step(r"dagster job backfill .*--from .+ --to .+", check_backfill),
 )
+
+# Dagster's own warnings on the documented path, each explained in a doc: a regex of the
+# output line, the doc, and the words of the doc that explain it.
+DAGSTER_WARNINGS = (
+    (
+        r"SupersessionWarning: Function `(dev_command|asset_materialize_command)` is "
+        r"superseded",
+        "docs/deployment.md",
+        "Dagster 1.13 recommends its `dg` CLI, and these `dagster` commands keep working",
+    ),
+    (
+        r"BetaWarning: Parameter `include_sources` of function `AssetSelection.all`",
+        "docs/deployment.md",
+        "Dagster's selection parser calls its own beta parameter for `*`",
+    ),
+    (
+        r"Found a dagster instance configuration value \(dagster.yaml\) in the current "
+        r"folder, but your DAGSTER_HOME environment variable is set",
+        "docs/deployment.md",
+        "Dagster logs one warning, `Found a dagster instance configuration value "
+        "(dagster.yaml) in the current folder, but your DAGSTER_HOME environment variable "
+        "is set to ...`: that is expected",
+    ),
+)
+WARNING_LINE = re.compile(r"warning", re.IGNORECASE)
 
 
 def step_for(command: DocCommand) -> Step:
@@ -482,8 +695,34 @@ def step_for(command: DocCommand) -> Step:
     pytest.fail(f"{command}: this test does not know the command; add a Step that checks it")
 
 
+def postgres_server_url(database: str) -> str:
+    from tests.conftest import POSTGRES_URL
+
+    url = sa_url(POSTGRES_URL).set(database=database)
+    return url.render_as_string(hide_password=False)
+
+
+def sa_url(text: str):
+    import sqlalchemy as sa
+
+    return sa.engine.make_url(text)
+
+
+def drop_database(name: str) -> None:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(postgres_server_url("postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            connection.execute(sa.text(f'drop database if exists "{name}" with (force)'))
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture
 def walkthrough(tmp_path: Path) -> Iterator[Walkthrough]:
+    from tests.conftest import _postgres_unreachable_reason
+
     root = clone_checkout(tmp_path / "seer")
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -495,33 +734,85 @@ def walkthrough(tmp_path: Path) -> Iterator[Walkthrough]:
     # The clone's code, not the checkout the virtualenv was installed from.
     env["PYTHONPATH"] = str(root)
     session = Session(root, env, logs)
+    unreachable = _postgres_unreachable_reason()
+    if unreachable and os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{unreachable} (CI=true: the production instance's commands must run)")
+    database = None if unreachable else f"seer_walkthrough_{uuid.uuid4().hex[:10]}"
     try:
-        yield Walkthrough(session)
+        yield Walkthrough(session, database, unreachable)
     finally:
         session.stop_servers()
+        if database is not None:
+            drop_database(database)
+
+
+def warnings_in(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if WARNING_LINE.search(line)]
+
+
+def check_warnings(walkthrough: Walkthrough) -> None:
+    """Seer prints no warning on the documented path; Dagster's are each explained."""
+    session = walkthrough.session
+    outputs = [(str(f.command), f.output) for f in session.done.values()]
+    outputs += [(str(server.command), server.log.read_text(errors="replace"))
+                for server in session.stopped]  # fmt: skip
+    unexplained = []
+    for command, output in outputs:
+        for line in warnings_in(output):
+            known = [entry for entry in DAGSTER_WARNINGS if re.search(entry[0], line)]
+            if not known:
+                unexplained.append(f"{command}\n    {line}")
+    assert not unexplained, "warnings no doc explains:\n" + "\n".join(unexplained)
+    for pattern, doc, explanation in DAGSTER_WARNINGS:
+        text = " ".join((walkthrough.root / doc).read_text(encoding="utf-8").split())
+        assert explanation in text, f"{doc} does not explain {pattern!r}"
 
 
 @pytest.mark.slow
 def test_the_walkthrough_works_as_written_in_a_fresh_clone(walkthrough: Walkthrough) -> None:
-    commands = [
-        command
-        for doc in WALKTHROUGH_DOCS
-        for command in shell_commands(walkthrough.root / doc, doc)
+    blocks = [
+        block for doc in WALKTHROUGH_DOCS for block in shell_blocks(walkthrough.root / doc, doc)
     ]
-    assert any(command.command == "make demo" for command in commands)
-    steps = [(command, step_for(command)) for command in commands]  # unknown ones fail first
-    checked = []
-    for command, step in steps:
-        if step.not_run:
+    assert any(c.command == "make demo" for block in blocks for c in block.commands)
+    # Unknown commands fail first, before minutes of running.
+    steps = {
+        command: step_for(command)
+        for block in blocks
+        if block.key not in NOT_RUN_BLOCKS
+        for command in block.commands
+    }
+    session = walkthrough.session
+    checked, not_run = [], []
+    doc = None
+    for block in blocks:
+        if block.key in NOT_RUN_BLOCKS:
+            not_run.append(f"{block.doc}:{block.line}: block: {NOT_RUN_BLOCKS[block.key]}")
             continue
-        if command.command in walkthrough.session.done:
-            continue  # a later doc repeating the same command: already run and checked
-        started = time.monotonic()
-        if step.server:
-            check_server(walkthrough, walkthrough.session.start(command))
-        else:
-            step.check(walkthrough, walkthrough.session.run(command))
-        checked.append(command.command)
-        # Shown with `pytest -s`: where the walkthrough's time goes on this machine.
-        print(f"{time.monotonic() - started:6.1f} s  {command}")
+        if block.doc != doc:
+            session.new_shell()
+            doc = block.doc
+        for command in block.commands:
+            step = steps[command]
+            reason = step.not_run
+            if step.needs_postgres and walkthrough.postgres_unreachable:
+                reason = walkthrough.postgres_unreachable
+            if reason:
+                not_run.append(f"{command}: {reason}")
+                continue
+            if command.command in session.done and not step.shell_state:
+                # A later doc repeating a command in the same environment (its `export`s
+                # and assignments are run and checked again): already run and checked.
+                continue
+            started = time.monotonic()
+            if step.server_check is not None:
+                step.server_check(walkthrough, session.start(command))
+            else:
+                assert step.check is not None
+                step.check(walkthrough, session.run(command))
+            checked.append(command.command)
+            # Shown with `pytest -s`: where the walkthrough's time goes on this machine.
+            print(f"{time.monotonic() - started:6.1f} s  {command}")
+    session.stop_servers()
+    print("not run:\n  " + "\n  ".join(not_run))
     assert "make demo" in checked
+    check_warnings(walkthrough)

@@ -241,23 +241,39 @@ class AlertDispatcher:
 
 
 def alerts_report(dispatcher: AlertDispatcher, days: Sequence[date]) -> str:
-    """The current alert of each day (as posted, or as it would be), for the terminal."""
+    """What alerting did on each day, for the terminal: the days that paged (their message,
+    as posted or as it would be) and the days whose failing checks were all carried by
+    incidents opened earlier (one line each: no page)."""
     parts: list[str] = []
-    alerted = 0
+    paged_days = failing_days = 0
     for day in days:
-        message, alerts = dispatcher.message_for(day, KIND_CHECK)
-        if not alerts:
+        rows = dispatcher.outbox.rows(day, KIND_CHECK, states=(PENDING, SENT, CARRIED))
+        if not rows:
             continue
-        alerted += 1
+        failing_days += 1
+        carried = [a for a in rows if a.state == CARRIED]
+        if len(carried) == len(rows):
+            checks = "check" if len(carried) == 1 else "checks"
+            parts.append(
+                f"== {day}: {len(carried)} failing {checks}, no page: each is an incident "
+                "opened earlier, still open"
+            )
+            continue
+        paged_days += 1
+        message, alerts = dispatcher.message_for(day, KIND_CHECK)
         states = Counter(a.state for a in alerts)
         where = sorted({a.delivered_to for a in alerts if a.delivered_to})
         status = ", ".join(f"{count} {state}" for state, count in sorted(states.items()))
+        if carried:
+            status += f", {len(carried)} carried"
         parts.append(f"== {day}: {status}; delivered to {', '.join(where) or 'nowhere yet'}")
         parts.append(render_console(message))
     destination = dispatcher.slack.describe()
-    if not alerted:
+    if not failing_days:
         return f"Alerts: none, every check passed on all {len(days)} days ({destination})."
     header = (
-        f"Alerts: {alerted} of {len(days)} days have failing checks; alerts go to {destination}."
+        f"Alerts: {paged_days} of {len(days)} days paged; {failing_days} of {len(days)} days "
+        f"have failing checks (open incidents are carried without a new page); alerts go "
+        f"to {destination}."
     )
     return "\n".join([header, *parts])

@@ -81,6 +81,23 @@ def _prepare_environment(args: argparse.Namespace) -> tuple[Path, str]:
     return home, url
 
 
+def rules_file_problem() -> str | None:
+    """Why the rules in effect (`SEER_RULES_FILE`, else the packaged defaults) cannot be
+    used, in one line naming the key at fault; None when they load.
+
+    Asked before anything is written: the checks load the same file when the code
+    location is imported, after the warehouse has been seeded.
+    """
+    from seer_metrics.rules import RulesConfigError, load_rules_config
+
+    try:
+        load_rules_config(setting("SEER_RULES_FILE"))
+    except RulesConfigError as error:
+        problems = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        return f"SEER_RULES_FILE: {problems}"
+    return None
+
+
 def _format(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "–"
@@ -163,6 +180,10 @@ def materialize_days(days: list[date], instance: Any, defs: Definitions) -> None
 def run(args: argparse.Namespace) -> int:
     if args.days < 1 or args.events_per_day < 1:
         print("error: --days and --events-per-day must be at least 1", file=sys.stderr)
+        return 2
+    problem = rules_file_problem()
+    if problem is not None:
+        print(f"error: {problem}; nothing was written", file=sys.stderr)
         return 2
     home, url = _prepare_environment(args)
 

@@ -21,6 +21,7 @@ from seer_pipelines.alerts import (
     AlertOutbox,
     IncidentStore,
     SlackAlertResource,
+    alerts_report,
 )
 from seer_testing.fake_slack import FakeSlack
 
@@ -309,3 +310,40 @@ def test_the_alert_leads_with_the_narrowest_slice_that_explains_the_drop(engine)
         "140 events; the rest of env=prod unchanged*"
     )
     assert message["blocks"][3]["text"]["text"].startswith(f"*{pair}*")
+
+
+def test_the_report_counts_the_days_that_paged_apart_from_the_days_with_failing_checks(
+    engine,
+) -> None:
+    """A chronic breach fails every day but pages once; the report says both, in those
+    words, and names each day whose failures were all carried."""
+    with FakeSlack() as slack:
+        dispatcher = dispatcher_for(engine, slack)
+        for day in DAYS[:4]:
+            dispatcher.alert_on_day(day, [outcome(day, "fail")], "run")
+        day = DAYS[4]
+        dispatcher.alert_on_day(
+            day, [outcome(day, "fail"), outcome(day, "fail", "f1_drop", "env=prod")], "run"
+        )
+        dispatcher.alert_on_day(DAYS[5], [outcome(DAYS[5], "pass")], "run")
+        report = alerts_report(dispatcher, DAYS[:6])
+    header, *lines = report.splitlines()
+    assert header.startswith("Alerts: 2 of 6 days paged; 5 of 6 days have failing checks")
+    for carried_day in DAYS[1:4]:
+        assert (
+            f"== {carried_day}: 1 failing check, no page: each is an incident opened "
+            "earlier, still open"
+        ) in lines
+    assert f"== {DAYS[0]}: 1 sent; delivered to slack:#seer" in lines
+    assert f"== {DAYS[4]}: 1 sent, 1 carried; delivered to slack:#seer" in lines
+    assert not any(line.startswith(f"== {DAYS[5]}") for line in lines)
+
+
+def test_the_report_of_days_without_a_failing_check() -> None:
+    with FakeSlack() as slack:
+        engine = sa.create_engine("sqlite://")
+        dispatcher = dispatcher_for(engine, slack)
+        dispatcher.alert_on_day(DAYS[0], [outcome(DAYS[0], "pass")], "run")
+        assert alerts_report(dispatcher, DAYS[:1]).startswith(
+            "Alerts: none, every check passed on all 1 days"
+        )
