@@ -87,6 +87,11 @@ class _DialectSql:
     def event_id(self) -> sa.ColumnElement[Any]:
         raise NotImplementedError
 
+    def row_locator(self) -> sa.ColumnElement[Any]:
+        """What finds a source row again (the sample is chosen on narrow rows, then its
+        rows are read whole): PostgreSQL `ctid`, SQLite `rowid`."""
+        raise NotImplementedError
+
     def slice_value(self, key: str) -> sa.ColumnElement[Any]:
         raise NotImplementedError
 
@@ -104,6 +109,9 @@ class _DialectSql:
 class _PostgresSql(_DialectSql):
     """PostgreSQL: `sha256`, `convert_to`, `jsonb`; the day from a timestamp, date or
     epoch-number `event_ts` (a text column cannot be parsed exactly in SQL)."""
+
+    def row_locator(self) -> sa.ColumnElement[Any]:
+        return sa.literal_column(f"{self.table.name}.ctid")
 
     def event_id(self) -> sa.ColumnElement[Any]:
         column = self.table.c[self.columns["event_id"]]
@@ -172,6 +180,9 @@ class _SqliteSql(_DialectSql):
         for name, (arguments, function) in functions.items():
             raw.create_function(name, arguments, _never_raising(function), deterministic=True)
 
+    def row_locator(self) -> sa.ColumnElement[Any]:
+        return sa.literal_column(f"{self.table.name}.rowid")
+
     def event_id(self) -> sa.ColumnElement[Any]:
         return sa.func.seer_event_id(self.table.c[self.columns["event_id"]], type_=sa.Text)
 
@@ -234,8 +245,11 @@ def dialect_sql(table: sa.Table, columns: dict[str, str], dialect: sa.Dialect) -
     return kind(table, columns, dialect)
 
 
-def _day_rows(sql: _DialectSql, day: date, key: str, slice_keys: Sequence[str]) -> sa.Subquery:
-    """The day's rows with their id, stratum, keyed hash and copy number (1: kept)."""
+def _day_rows(
+    sql: _DialectSql, day: date, key: str, slice_keys: Sequence[str], hashed: bool
+) -> sa.Subquery:
+    """The day's rows, narrow: id, stratum, slice values, copy number (1: kept), order,
+    where to find the row again and, when `hashed`, the keyed hash."""
     where, order, event_ts = sql.on_day(day)
     event_id = sql.event_id()
     values = [sql.slice_value(slice_key) for slice_key in slice_keys]
@@ -248,14 +262,12 @@ def _day_rows(sql: _DialectSql, day: date, key: str, slice_keys: Sequence[str]) 
     for part in parts:  # `||`, which both dialects have (SQLite has no concat())
         stratum = stratum.concat(part)
     table, columns = sql.table, sql.columns
+    del table, columns, event_ts
     fields = [
         event_id.label("event_id"),
-        event_ts.label("event_ts"),
-        table.c[columns["task"]].label("task"),
-        table.c[columns["context"]].label("context"),
-        table.c[columns["metadata"]].label("metadata"),
         stratum.label("stratum"),
-        sql.sample_hash(event_id, key).label("sample_hash"),
+        *([sql.sample_hash(event_id, key).label("sample_hash")] if hashed else []),
+        *([sql.row_locator().label("locator")] if hashed else []),
         sa.func.row_number().over(partition_by=event_id, order_by=order).label("copy"),
         *(expression.label(f"order_{index}") for index, expression in enumerate(order)),
         *(value.label(f"value_{index}") for index, value in enumerate(values)),
@@ -274,7 +286,7 @@ def count_day_strata(
     """One grouped query: per stratum, the day's distinct events and repeated ids."""
     sql = dialect_sql(table, columns, connection.dialect)
     sql.prepare(connection, key, slice_keys)
-    rows = _day_rows(sql, day, key, slice_keys)
+    rows = _day_rows(sql, day, key, slice_keys, hashed=False)
     first = sa.case((rows.c.copy == 1, 1), else_=0)
     no_id = sa.case((rows.c.event_id.is_(None), 1), else_=0)
     query = sa.select(
@@ -335,7 +347,7 @@ def read_day_sample(
     with engine.connect() as connection:
         sql = dialect_sql(table, columns, connection.dialect)
         sql.prepare(connection, key, slice_keys)
-        rows = _day_rows(sql, day, key, slice_keys)
+        rows = _day_rows(sql, day, key, slice_keys, hashed=True)
         ranked = (
             sa.select(
                 rows,
@@ -351,12 +363,23 @@ def read_day_sample(
             .data(wanted_rows)
             .cte("wanted")
         )
-        orders = [column for column in ranked.c if column.name.startswith("order_")]
-        query = (
-            sa.select(*(ranked.c[name] for name in (*SAMPLE_FIELDS, "stratum")))
+        chosen = (
+            sa.select(ranked.c.locator, ranked.c.event_id, ranked.c.stratum)
             .join_from(ranked, wanted, ranked.c.stratum == wanted.c.stratum)
             .where(ranked.c.sample_rank <= wanted.c.size)
-            .order_by(*orders, ranked.c.event_id)
+            .subquery("chosen")
+        )
+        _, order, event_ts = sql.on_day(day)
+        table, columns = sql.table, sql.columns
+        query = (
+            sa.select(
+                chosen.c.event_id,
+                event_ts.label("event_ts"),
+                *(table.c[columns[name]].label(name) for name in ("task", "context", "metadata")),
+                chosen.c.stratum,
+            )
+            .join_from(table, chosen, sql.row_locator() == chosen.c.locator)
+            .order_by(*order, chosen.c.event_id)
         )
         result = connection.execution_options(stream_results=True, yield_per=chunk_size)
         for chunk in _run(result, query, day).partitions():

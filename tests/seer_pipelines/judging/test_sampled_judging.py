@@ -22,6 +22,7 @@ from seer_metrics.spend.budget import Budget, BudgetTracker
 from seer_pipelines.defs.assets.events import retrieval_events
 from seer_pipelines.defs.assets.judgments import event_judgments
 from seer_pipelines.defs.assets.metrics import event_metrics, slice_metrics
+from seer_pipelines.defs.checks.accounting import account_for_day
 from seer_pipelines.defs.checks.budget import budget_result
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
@@ -92,6 +93,28 @@ def test_a_sampled_day_stores_its_sample_counts_the_rest_and_reruns_from_the_cac
     all_row = slices.set_index("slice").loc["all"]
     assert all_row["events"] == total and all_row["evaluated"] == len(judged)
     assert all_row["not_sampled"] == total - len(rows) and all_row["se_recall"] > 0
+
+
+def test_every_source_row_of_a_sampled_day_is_accounted_for(warehouse):
+    settings = {"kind": "lexical", "sample_size": 60, "sample_minimum_per_slice": 5}
+    engine = warehouse.get_engine()
+    with instance_for_test() as instance:
+        judged = _run(warehouse, instance, **settings)
+    result = account_for_day(warehouse, DAY, judged)
+    assert result.passed, result.description
+    figures = {key: value.value for key, value in result.metadata.items()}
+    assert figures["rows_read"] == figures["strata_rows"] == judged["day_rows"]
+    assert figures["rows_stored"] == figures["rows_sampled"] == judged["events"]
+    with engine.begin() as connection:  # the source changes after judging
+        connection.execute(
+            sa.text(
+                "delete from retrieval_events "
+                "where rowid in (select min(rowid) from retrieval_events)"
+            )
+        )
+    result = account_for_day(warehouse, DAY, judged)
+    assert not result.passed and result.severity == AssetCheckSeverity.ERROR
+    assert "re-run the day" in result.description
 
 
 def test_a_sampled_days_slices_equal_the_estimates_from_stored_unsampled_rows(tmp_path):
