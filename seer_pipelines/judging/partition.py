@@ -226,7 +226,8 @@ async def _judge_partition(
             # staged), whatever its status; rows are read in event_ts order across chunks.
             rows = first_by_event_ts(rows)
             writer.write(rows)
-            summary.stored_by_stratum.update(row.get("stratum") or "" for row in rows)
+            if chunks is not None:  # a sample: what each stratum stored (seer_day_strata)
+                summary.stored_by_stratum.update(row.get("stratum") or "" for row in rows)
             summary.events += len(records)
             summary.chunks += 1
             progress(summary)
@@ -363,7 +364,7 @@ def judge_day(
         progress,
         max_error_share,
         day_limits=day_limits,
-        chunks=day_records(warehouse, day, day_plan, limits),
+        chunks=day_records(warehouse, day, day_plan, limits) if day_plan.strata else None,
     )
     if day_plan.strata is not None:  # counted in the warehouse, never read or stored
         summary.duplicate_event_ids += day_plan.strata.duplicates

@@ -92,7 +92,11 @@ class _DialectSql:
         rows are read whole): PostgreSQL `ctid`, SQLite `rowid`."""
         raise NotImplementedError
 
-    def slice_value(self, key: str) -> sa.ColumnElement[Any]:
+    def metadata(self) -> sa.ColumnElement[Any]:
+        """The metadata as the dialect reads keys from it, computed once a row."""
+        return self.table.c[self.columns["metadata"]]
+
+    def slice_value(self, metadata: sa.ColumnElement[Any], key: str) -> sa.ColumnElement[Any]:
         raise NotImplementedError
 
     def sample_hash(self, event_id: sa.ColumnElement[Any], key: str) -> sa.ColumnElement[Any]:
@@ -124,16 +128,16 @@ class _PostgresSql(_DialectSql):
             "text, integer or uuid id (its text must be the id Seer stores)"
         )
 
-    def _metadata(self) -> sa.ColumnElement[Any]:
+    def metadata(self) -> sa.ColumnElement[Any]:
         column = self.table.c[self.columns["metadata"]]
         if isinstance(column.type, sa.JSON):
             return sa.cast(column, sa.dialects.postgresql.JSONB)
         text = sa.func.nullif(sa.func.btrim(sa.cast(column, sa.Text)), "")
         return sa.cast(text, sa.dialects.postgresql.JSONB)
 
-    def slice_value(self, key: str) -> sa.ColumnElement[Any]:
-        value = self._metadata().op("->")(sa.literal(key, sa.Text))
-        as_text = self._metadata().op("->>")(sa.literal(key, sa.Text))
+    def slice_value(self, metadata: sa.ColumnElement[Any], key: str) -> sa.ColumnElement[Any]:
+        value = metadata.op("->")(sa.literal(key, sa.Text))
+        as_text = metadata.op("->>")(sa.literal(key, sa.Text))
         kind = sa.func.jsonb_typeof(value)
         # `metadata_value`: strings, numbers and booleans as text; null, objects, arrays none.
         return sa.case((kind.in_(["string", "number", "boolean"]), as_text), else_=None)
@@ -186,8 +190,7 @@ class _SqliteSql(_DialectSql):
     def event_id(self) -> sa.ColumnElement[Any]:
         return sa.func.seer_event_id(self.table.c[self.columns["event_id"]], type_=sa.Text)
 
-    def slice_value(self, key: str) -> sa.ColumnElement[Any]:
-        metadata = self.table.c[self.columns["metadata"]]
+    def slice_value(self, metadata: sa.ColumnElement[Any], key: str) -> sa.ColumnElement[Any]:
         return sa.func.seer_slice_value(metadata, key, type_=sa.Text)
 
     def sample_hash(self, event_id: sa.ColumnElement[Any], key: str) -> sa.ColumnElement[Any]:
@@ -245,34 +248,68 @@ def dialect_sql(table: sa.Table, columns: dict[str, str], dialect: sa.Dialect) -
     return kind(table, columns, dialect)
 
 
+def event_id_is_unique(table: sa.Table, column: str) -> bool:
+    """Whether the table's key or a unique index is the id alone: no id can repeat, so
+    the day needs no window to drop repeats."""
+    if [c.name for c in table.primary_key.columns] == [column]:
+        return True
+    return any(
+        index.unique and [c.name for c in index.columns] == [column] for index in table.indexes
+    )
+
+
 def _day_rows(
     sql: _DialectSql, day: date, key: str, slice_keys: Sequence[str], hashed: bool
 ) -> sa.Subquery:
     """The day's rows, narrow: id, stratum, slice values, copy number (1: kept), order,
-    where to find the row again and, when `hashed`, the keyed hash."""
-    where, order, event_ts = sql.on_day(day)
-    event_id = sql.event_id()
-    values = [sql.slice_value(slice_key) for slice_key in slice_keys]
-    parts: list[Any] = []
+    where to find the row again and, when `hashed`, the keyed hash.
+
+    The rows are picked first (the metadata parsed once, fenced by OFFSET 0 so the
+    planner does not inline the parse into every use), then keyed.
+    """
+    where, order, _ = sql.on_day(day)
+    picked = (
+        sa.select(
+            sql.event_id().label("event_id"),
+            sql.metadata().label("meta"),
+            *([sql.row_locator().label("locator")] if hashed else []),
+            *(expression.label(f"order_{index}") for index, expression in enumerate(order)),
+        )
+        .where(where)
+        .offset(0)
+        .subquery("picked")
+    )
+    values = [sql.slice_value(picked.c.meta, slice_key) for slice_key in slice_keys]
+    stratum: Any = sa.literal("", sa.Text)
     for index, (slice_key, value) in enumerate(zip(slice_keys, values, strict=True)):
         separator = STRATUM_SEPARATOR if index else ""
-        parts.append(sa.literal(f"{separator}{slice_key}=", sa.Text))
-        parts.append(sa.func.coalesce(value, _MISSING))
-    stratum: Any = sa.literal("", sa.Text)
-    for part in parts:  # `||`, which both dialects have (SQLite has no concat())
-        stratum = stratum.concat(part)
-    table, columns = sql.table, sql.columns
-    del table, columns, event_ts
+        # `||`, which both dialects have (SQLite has no concat())
+        stratum = stratum.concat(sa.literal(f"{separator}{slice_key}=", sa.Text))
+        stratum = stratum.concat(sa.func.coalesce(value, _MISSING))
+    orders = [column for column in picked.c if column.name.startswith("order_")]
+    copy: Any = sa.literal(1, sa.Integer)
+    if not event_id_is_unique(sql.table, sql.columns["event_id"]):
+        copy = sa.func.row_number().over(partition_by=picked.c.event_id, order_by=orders)
     fields = [
-        event_id.label("event_id"),
+        picked.c.event_id,
         stratum.label("stratum"),
-        *([sql.sample_hash(event_id, key).label("sample_hash")] if hashed else []),
-        *([sql.row_locator().label("locator")] if hashed else []),
-        sa.func.row_number().over(partition_by=event_id, order_by=order).label("copy"),
-        *(expression.label(f"order_{index}") for index, expression in enumerate(order)),
+        *([sql.sample_hash(picked.c.event_id, key).label("sample_hash")] if hashed else []),
+        *([picked.c.locator] if hashed else []),
+        copy.label("copy"),
         *(value.label(f"value_{index}") for index, value in enumerate(values)),
     ]
-    return sa.select(*fields).where(where).subquery("day_rows")
+    return sa.select(*fields).subquery("day_rows")
+
+
+def count_day_rows(
+    connection: sa.Connection, table: sa.Table, columns: dict[str, str], day: date
+) -> int:
+    """The source rows on the day, counted in the warehouse (the accounting's recount)."""
+    sql = dialect_sql(table, columns, connection.dialect)
+    sql.prepare(connection, "", ())
+    where, _, _ = sql.on_day(day)
+    query = sa.select(sa.func.count()).select_from(table).where(where)
+    return int(_run(connection, query, day).scalar_one())
 
 
 def count_day_strata(

@@ -6,8 +6,8 @@ and holds them equal to the rows stored in `seer_event_metrics` for D plus the r
 kept). A difference fails the check with ERROR: rows were lost, or the source changed
 since the day was judged (re-run the day).
 
-A sampled day is recounted in the warehouse instead (one grouped query, never reading
-the day into Seer): rows on the day = the strata populations + duplicate ids of
+A sampled day is recounted in the warehouse instead (one count, never reading the
+day into Seer): rows on the day = the strata populations + duplicate ids of
 `seer_day_strata` as judged, and the rows stored = the events sampled.
 
 Rows whose `event_ts` puts them on no day (NULL, `2026-11-31T...`, `yesterday`) are in
@@ -28,7 +28,6 @@ from dagster import (
     DagsterInstance,
 )
 
-from seer_metrics.spend.sampling import DEFAULT_SAMPLING_KEY
 from seer_pipelines.defs.assets.judgments import event_judgments
 from seer_pipelines.defs.assets.metrics import event_metrics
 from seer_pipelines.defs.partitions import daily_asset_check, partition_day
@@ -63,8 +62,7 @@ def account_for_sampled_day(
 ) -> AssetCheckResult:
     """Rows on the day (recounted in the warehouse) = populations + duplicates recorded,
     and rows stored = events sampled."""
-    keys = list(next(iter(strata.values()))[0] or {})
-    recount = warehouse.count_day_strata(day, keys, DEFAULT_SAMPLING_KEY)
+    read = warehouse.count_day_rows(day)
     recorded = sum(
         int(population) + int(duplicates) for _, population, duplicates, _ in strata.values()
     )
@@ -72,7 +70,7 @@ def account_for_sampled_day(
     stored = warehouse.count_partition(EVENT_METRICS_TABLE, day)
     unplaced = warehouse.count_unplaced_events()
     figures: dict[str, Any] = {
-        "rows_read": recount.rows,
+        "rows_read": read,
         "strata_rows": recorded,
         "duplicates": sum(int(row[2]) for row in strata.values()),
         "rows_sampled": sampled,
@@ -80,20 +78,20 @@ def account_for_sampled_day(
         "strata": len(strata),
         "unplaced_rows": unplaced,
     }
-    if recount.rows != recorded or stored != sampled:
+    if read != recorded or stored != sampled:
         return AssetCheckResult(
             passed=False,
             severity=AssetCheckSeverity.ERROR,
             description=(
-                f"{day}: {recount.rows} source rows on the day, but the strata recorded "
+                f"{day}: {read} source rows on the day, but the strata recorded "
                 f"{recorded} (populations + duplicate ids), and {stored} rows are stored for "
                 f"{sampled} sampled; rows were lost or the source changed since the day was "
                 "judged: re-run the day"
             ),
-            metadata={**figures, "unaccounted": recount.rows - recorded},
+            metadata={**figures, "unaccounted": read - recorded},
         )
     description = (
-        f"{day}: {recount.rows} source rows = {recorded} in {len(strata)} strata "
+        f"{day}: {read} source rows = {recorded} in {len(strata)} strata "
         f"(populations + duplicate ids); {stored} sampled rows stored"
     )
     if unplaced:

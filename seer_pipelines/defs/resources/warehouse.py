@@ -22,7 +22,12 @@ from pydantic import Field, PrivateAttr
 from seer_metrics.text.redaction import redact_url
 from seer_pipelines.settings import setting
 from seer_pipelines.warehouse.day import count_unplaced, read_day
-from seer_pipelines.warehouse.day_sample import DayStrata, count_day_strata, read_day_sample
+from seer_pipelines.warehouse.day_sample import (
+    DayStrata,
+    count_day_rows,
+    count_day_strata,
+    read_day_sample,
+)
 from seer_pipelines.warehouse.engine import (
     WarehouseConfigError,
     create_warehouse_engine,
@@ -281,6 +286,12 @@ class WarehouseResource(ConfigurableResource):
         table, columns = self.events_table_object(), self.source_columns()
         with self.get_engine().connect() as connection:
             return count_day_strata(connection, table, columns, day, slice_keys, key)
+
+    def count_day_rows(self, day: date) -> int:
+        """The source rows on the day, one count in the warehouse (a sampled day's recount)."""
+        table, columns = self.events_table_object(), self.source_columns()
+        with self.get_engine().connect() as connection:
+            return count_day_rows(connection, table, columns, day)
 
     def iter_sample_chunks(
         self, day: date, slice_keys: Sequence[str], key: str, sizes: dict[str, int]
