@@ -168,7 +168,10 @@ def day_records(
         yield from warehouse.iter_event_chunks(day)
         return
     sizes = {str(stratum): int(size) for stratum, size in plan.sample.sample_sizes.items()}
-    yield from warehouse.iter_sample_chunks(day, limits.slice_keys, limits.sampling.key, sizes)
+    populations = {str(stratum): int(n) for stratum, n in plan.sample.population.items()}
+    yield from warehouse.iter_sample_chunks(
+        day, limits.slice_keys, limits.sampling.key, sizes, populations
+    )
 
 
 class BudgetGate:

@@ -294,7 +294,12 @@ class WarehouseResource(ConfigurableResource):
             return count_day_rows(connection, table, columns, day)
 
     def iter_sample_chunks(
-        self, day: date, slice_keys: Sequence[str], key: str, sizes: dict[str, int]
+        self,
+        day: date,
+        slice_keys: Sequence[str],
+        key: str,
+        sizes: dict[str, int],
+        populations: dict[str, int] | None = None,
     ) -> Iterator[list[dict[str, Any]]]:
         """The day's chosen rows (`sizes` per stratum), in chunks, in event_ts order."""
         yield from read_day_sample(
@@ -306,4 +311,5 @@ class WarehouseResource(ConfigurableResource):
             key,
             sizes,
             self.chunk_size,
+            populations,
         )

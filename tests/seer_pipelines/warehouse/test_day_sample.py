@@ -67,6 +67,12 @@ def _check_day(warehouse: WarehouseResource, records: list[dict]) -> None:
     sizes = allocate({s.stratum: s.population for s in strata.strata}, SETTINGS)
     chunks = list(read_day_sample(engine, table, columns, DAY, KEYS, SETTINGS.key, sizes, 50))
     chosen = [record for chunk in chunks for record in chunk]
+    # Bounded by the populations, the window ranks only rows below a hash bound: the same.
+    populations = {s.stratum: s.population for s in strata.strata}
+    bounded = read_day_sample(
+        engine, table, columns, DAY, KEYS, SETTINGS.key, sizes, 50, populations
+    )
+    assert [r for chunk in bounded for r in chunk] == chosen
     assert {record["event_id"] for record in chosen} == expected_ids
     assert len(chosen) == sum(sizes.values()) == SETTINGS.target
     assert all(len(chunk) <= 50 for chunk in chunks)
