@@ -164,7 +164,8 @@ def _day_rows(
                     **slice_statistics(arrays, bloat_line, rows_of_value),
                 }
             )
-    for label, key, value, positions in pair_groups(groups, pair_bounds):
+    counted = None if arrays.counted is None else arrays.counted.multiplicity
+    for label, key, value, positions in pair_groups(groups, pair_bounds, counted):
         rows.append(
             {
                 "partition_date": day,
@@ -244,6 +245,7 @@ class SliceAccumulator:
         self._strata = CodedTexts()
         self._values = {key: CodedTexts() for key in self.slice_keys}
         self._judges: Counter[str] = Counter()
+        self._counted: list[tuple[int, int]] = []  # (row, events it stands for)
 
     def add(self, scores: pd.DataFrame) -> None:
         """One chunk of event scores (the columns `slice_metrics` needs, no partition_date)."""
@@ -264,6 +266,27 @@ class SliceAccumulator:
         self._judges.update(judges_of(scores))
         self.events += len(scores)
 
+    def add_counted(self, strata: Sequence[tuple[str, Mapping[str, Any], int]]) -> None:
+        """A sampled day's events counted in the warehouse but never read: per stratum
+        (label, slice values, events), one `not_sampled` row standing for them all."""
+        strata = [(label, values, int(count)) for label, values, count in strata if count > 0]
+        if not strata:
+            return
+        frame = pd.DataFrame(
+            {
+                "status": [NOT_SAMPLED] * len(strata),
+                **{column: [np.nan] * len(strata) for column in NUMERIC_COLUMNS},
+                "metadata": [
+                    {key: value for key, value in values.items() if value is not None}
+                    for _, values, _ in strata
+                ],
+                "stratum": [label for label, _, _ in strata],
+            }
+        )
+        first = self.events
+        self.add(frame)
+        self._counted.extend((first + i, count) for i, (_, _, count) in enumerate(strata))
+
     def count_judges(self, judges: Mapping[str, int]) -> None:
         """Judged events per judge, when the scores do not carry the judge columns."""
         self._judges.update(judges)
@@ -273,7 +296,12 @@ class SliceAccumulator:
         if not self.events:
             return pd.DataFrame([], columns=list(SLICE_COLUMNS))
         numbers = {name: column.join() for name, column in self._numbers.items()}
-        arrays = DayArrays.of_status(self._status.values(), numbers, self._strata.codes)
+        counted = None
+        if self._counted:
+            counted = np.ones(self.events, dtype=np.int64)
+            rows, events = zip(*self._counted, strict=True)
+            counted[list(rows)] = events
+        arrays = DayArrays.of_status(self._status.values(), numbers, self._strata.codes, counted)
         groups = [codes.key_groups(key) for key, codes in self._values.items()]
         rows = _day_rows(day, arrays, groups, self.bloat_line, self.pair_bounds)
         return pd.DataFrame(_with_judge(rows, self._judges), columns=list(SLICE_COLUMNS))

@@ -87,7 +87,7 @@ def _pair_codes(first: KeyGroups, second: KeyGroups) -> np.ndarray:
 
 
 def pair_groups(
-    groups: Sequence[KeyGroups], bounds: PairSliceBounds
+    groups: Sequence[KeyGroups], bounds: PairSliceBounds, events: np.ndarray | None = None
 ) -> list[tuple[str, str, str, np.ndarray]]:
     """(slice, slice_key, slice_value, positions) of the pair slices kept for the day.
 
@@ -95,6 +95,7 @@ def pair_groups(
     events; the `max_slices` largest are kept (ties: key order, then value order), and
     they come out in key order, then value order, like the single-key slices. The pair
     codes are built one key pair at a time and dropped, so memory stays a few arrays.
+    `events`: how many events each row stands for (default one each).
     """
     if bounds.max_slices == 0:
         return []
@@ -103,7 +104,11 @@ def pair_groups(
     for pair_index, (first, second) in enumerate(pairs):
         codes = _pair_codes(first, second)
         # np.unique, not bincount: two keys with many values have a huge code space.
-        present, counts = np.unique(codes[codes >= 0], return_counts=True)
+        if events is None:
+            present, counts = np.unique(codes[codes >= 0], return_counts=True)
+        else:
+            present, inverse = np.unique(codes[codes >= 0], return_inverse=True)
+            counts = np.bincount(inverse, weights=events[codes >= 0]).astype(np.int64)
         large = counts >= bounds.minimum_events
         candidates.extend(
             (-int(count), pair_index, int(code))

@@ -33,7 +33,15 @@ class StratumWeights:
     population: np.ndarray
 
     @classmethod
-    def of(cls, strata: np.ndarray, ok: np.ndarray, unjudged: np.ndarray) -> StratumWeights:
+    def of(
+        cls,
+        strata: np.ndarray,
+        ok: np.ndarray,
+        unjudged: np.ndarray,
+        counted: CountedEvents | None = None,
+    ) -> StratumWeights:
+        """`counted`: the events counted in the warehouse but never stored; of them, the
+        share the stratum's stored rows found invalid is left out of its population."""
         codes = np.asarray(strata)
         missing = int(codes.max(initial=-1)) + 1  # no stratum: one more code
         # Four bytes a code while they fit (a sampled day keeps one per event), else eight.
@@ -41,7 +49,15 @@ class StratumWeights:
         codes[codes < 0] = missing
         length = int(codes.max(initial=-1)) + 1
         judged = np.bincount(codes[ok], minlength=length)
-        return cls(codes, judged, judged + np.bincount(codes[unjudged], minlength=length))
+        if counted is None:
+            return cls(codes, judged, judged + np.bincount(codes[unjudged], minlength=length))
+        stored = ~counted.rows
+        skipped = np.bincount(codes[unjudged & stored], minlength=length)
+        unstored = np.bincount(codes, weights=counted.multiplicity * counted.rows, minlength=length)
+        invalid = np.bincount(codes[counted.invalid & stored], minlength=length)
+        read = np.bincount(codes[stored], minlength=length)
+        valid_share = 1.0 - np.divide(invalid, read, out=np.zeros(length), where=read > 0)
+        return cls(codes, judged, judged + skipped + unstored * valid_share)
 
     def estimate(self, values: np.ndarray, rows: np.ndarray) -> tuple[float, float]:
         """Mean and standard error of `values` (NaN: undefined) of the judged `rows`."""
@@ -78,6 +94,16 @@ def status_classes(statuses: Iterable[Any]) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class CountedEvents:
+    """A sampled day's events counted in the warehouse, never read: one row per stratum
+    (`rows`), standing for `multiplicity` events (1 for every stored row)."""
+
+    rows: np.ndarray
+    multiplicity: np.ndarray
+    invalid: np.ndarray  # stored rows with status invalid
+
+
+@dataclass(frozen=True)
 class DayArrays:
     """One day's columns as numpy arrays, made once and indexed per slice.
 
@@ -91,6 +117,7 @@ class DayArrays:
     ok: np.ndarray
     numbers: Mapping[str, np.ndarray | CodedNumbers]
     weights: StratumWeights | None
+    counted: CountedEvents | None = None
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> DayArrays:
@@ -114,13 +141,22 @@ class DayArrays:
         status: np.ndarray,
         numbers: Mapping[str, np.ndarray | CodedNumbers],
         strata: Callable[[], np.ndarray],
+        counted: np.ndarray | None = None,
     ) -> DayArrays:
         """`status`: `status_classes` of the day; `strata()`: one integer code per event
-        (-1 when unknown), asked for only on a sampled day."""
+        (-1 when unknown), asked for only on a sampled day; `counted`: how many events
+        each row stands for, on a day whose unsampled events were only counted."""
         ok = status == _OK
         unjudged = np.isin(status, _UNJUDGED)
-        weights = StratumWeights.of(strata(), ok, unjudged) if unjudged.any() else None
-        return cls(status=status, ok=ok, numbers=numbers, weights=weights)
+        events = None
+        if counted is not None:
+            events = CountedEvents(
+                rows=status == STATUS_CLASS[NOT_SAMPLED],
+                multiplicity=counted,
+                invalid=status == STATUS_CLASS["invalid"],
+            )
+        weights = StratumWeights.of(strata(), ok, unjudged, events) if unjudged.any() else None
+        return cls(status=status, ok=ok, numbers=numbers, weights=weights, counted=events)
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -189,12 +225,19 @@ def _sampled_statistics(
 
 def _status_counts(day: DayArrays, rows: np.ndarray | None) -> dict[str, float | int]:
     status = day.status if rows is None else day.status[rows]
-    counts = np.bincount(status, minlength=len(STATUS_CLASSES) + 1)
+    if day.counted is None:
+        counts = np.bincount(status, minlength=len(STATUS_CLASSES) + 1)
+        events = len(status)
+    else:  # each counted row stands for its stratum's unread events
+        multiplicity = day.counted.multiplicity
+        weights = multiplicity if rows is None else multiplicity[rows]
+        counts = np.bincount(status, weights=weights, minlength=len(STATUS_CLASSES) + 1)
+        counts, events = counts.astype(np.int64), int(weights.sum())
     evaluated = int(counts[_OK])
     invalid, errors = int(counts[STATUS_CLASS["invalid"]]), int(counts[STATUS_CLASS["error"]])
     attempted = evaluated + invalid + errors
     return {
-        "events": len(status),
+        "events": events,
         "evaluated": evaluated,
         "invalid": invalid,
         "errors": errors,

@@ -28,7 +28,6 @@ import numpy as np
 DEFAULT_MINIMUM_PER_STRATUM = 30
 DEFAULT_SAMPLING_KEY = "seer-sample-v1"
 STRATUM_SEPARATOR = "|"
-_HASH_SCALE = float(2**64)
 
 
 class SamplingConfigError(ValueError):
@@ -73,21 +72,28 @@ class SamplingSettings:
         return population
 
 
+def sampling_digest(event_id: str, key: str = DEFAULT_SAMPLING_KEY) -> bytes:
+    """The 8-byte keyed hash of one event id: the first bytes of SHA-256(key, `:`, id).
+
+    SHA-256 because every warehouse computes it natively (PostgreSQL `sha256`, BigQuery
+    `SHA256`, Snowflake `SHA2_BINARY`, DuckDB `sha256`), so the warehouse chooses the same
+    events as Seer; compared as bytes, which orders them like the big-endian integers.
+    """
+    return hashlib.sha256(
+        sampling_prefix(key) + event_id.encode("utf-8", "surrogatepass")
+    ).digest()[:8]
+
+
+def sampling_prefix(key: str) -> bytes:
+    """What is hashed before the id: the key (at most 64 bytes of it) and a colon."""
+    return key.encode("utf-8")[:64] + b":"
+
+
 def sampling_hash(event_ids: Iterable[str], key: str = DEFAULT_SAMPLING_KEY) -> np.ndarray:
-    """A uniform number in [0, 1) per event id, keyed so nobody can game which events are judged."""
-    key_bytes = key.encode("utf-8")[:64]
+    """A keyed 64-bit hash per event id (uint64), so nobody can game which events are judged."""
     return np.fromiter(
-        (
-            int.from_bytes(
-                hashlib.blake2b(
-                    event_id.encode("utf-8", "surrogatepass"), digest_size=8, key=key_bytes
-                ).digest(),
-                "big",
-            )
-            / _HASH_SCALE
-            for event_id in event_ids
-        ),
-        dtype=np.float64,
+        (int.from_bytes(sampling_digest(event_id, key), "big") for event_id in event_ids),
+        dtype=np.uint64,
     )
 
 
@@ -133,7 +139,8 @@ class SamplePlan:
 
     population: Mapping[Hashable, int]
     sample_sizes: Mapping[Hashable, int]
-    cutoffs: Mapping[Hashable, float]  # an event is judged when its hash is <= its cutoff
+    # An event is judged when its hash is <= its stratum's cutoff (None: none judged).
+    cutoffs: Mapping[Hashable, int | None]
     key: str = DEFAULT_SAMPLING_KEY
 
     @property
@@ -146,9 +153,9 @@ class SamplePlan:
 
     def selected(self, event_ids: Sequence[str], strata: Sequence[Hashable]) -> np.ndarray:
         """Whether each event is in the sample (same answer on every re-run of the day)."""
-        hashes = sampling_hash(event_ids, self.key)
-        cutoffs = np.array([self.cutoffs.get(stratum, -1.0) for stratum in strata], dtype=float)
-        return hashes <= cutoffs
+        return _within_cutoffs(
+            sampling_hash(event_ids, self.key), [self.cutoffs.get(s) for s in strata]
+        )
 
     def inclusion_probability(self, stratum: Hashable) -> float:
         population = self.population.get(stratum, 0)
@@ -184,7 +191,7 @@ class SamplePlanner:
 
     def plan(self) -> SamplePlan:
         """Per stratum, the events with the smallest keyed hashes."""
-        hashes = np.concatenate(self._hashes) if self._hashes else np.empty(0)
+        hashes = np.concatenate(self._hashes) if self._hashes else np.empty(0, np.uint64)
         codes = np.concatenate(self._codes) if self._codes else np.empty(0, np.int32)
         strata = list(self._code_of)
         counts = np.bincount(codes, minlength=len(strata))
@@ -192,26 +199,36 @@ class SamplePlanner:
         sizes = allocate(population, self.settings)
         order = np.argsort(codes, kind="stable")
         bounds = np.concatenate([[0], np.cumsum(counts)])
-        cutoffs: dict[Hashable, float] = {}
+        cutoffs: dict[Hashable, int | None] = {}
         for code, stratum in enumerate(strata):
             stratum_hashes = hashes[order[bounds[code] : bounds[code + 1]]]
             wanted = sizes.get(stratum, 0)
             if wanted <= 0:
-                cutoffs[stratum] = -1.0
+                cutoffs[stratum] = None
             elif wanted >= len(stratum_hashes):
-                cutoffs[stratum] = 1.0
+                cutoffs[stratum] = _ALL
             else:
-                cutoffs[stratum] = float(np.partition(stratum_hashes, wanted - 1)[wanted - 1])
+                cutoffs[stratum] = int(np.partition(stratum_hashes, wanted - 1)[wanted - 1])
         return SamplePlan(
             population=population, sample_sizes=sizes, cutoffs=cutoffs, key=self.settings.key
         )
 
     def chosen(self, plan: SamplePlan) -> np.ndarray:
         """Whether each event added is in `plan`'s sample, in the order they were added."""
-        hashes = np.concatenate(self._hashes) if self._hashes else np.empty(0)
+        hashes = np.concatenate(self._hashes) if self._hashes else np.empty(0, np.uint64)
         codes = np.concatenate(self._codes) if self._codes else np.empty(0, np.int32)
-        cutoffs = np.array([plan.cutoffs.get(stratum, -1.0) for stratum in self._code_of])
-        return hashes <= cutoffs[codes] if len(cutoffs) else np.zeros(0, dtype=bool)
+        cutoffs = [plan.cutoffs.get(stratum) for stratum in self._code_of]
+        return _within_cutoffs(hashes, [cutoffs[code] for code in codes])
+
+
+_ALL = 2**64 - 1  # the cutoff of a stratum judged whole
+
+
+def _within_cutoffs(hashes: np.ndarray, cutoffs: Sequence[int | None]) -> np.ndarray:
+    """Whether each hash is at most its cutoff (None: never)."""
+    limits = np.fromiter((0 if c is None else c for c in cutoffs), np.uint64, len(cutoffs))
+    some = np.fromiter((c is not None for c in cutoffs), bool, len(cutoffs))
+    return some & (hashes <= limits)
 
 
 def plan_sample(

@@ -1,15 +1,16 @@
 """What the judging step may judge: the day's sample, its cost estimate and its budget.
 
-The first pass reads the day once before anything is judged: each valid event's stratum
-and keyed hash go to `SamplePlanner` and its prompt sizes to `CostEstimator` (a few bytes
-an event), so the day's sample and the `seer estimate` figures are known up front. The
-second pass (the judging) applies the sample's cutoffs chunk by chunk, and `BudgetGate`
-decides before each call batch which sampled events still fit in the budget.
+A sampled day is counted and sampled in the warehouse (`warehouse.day_sample`): one
+grouped count gives the strata, `allocate` their sample sizes, and one windowed query
+hands Seer only the chosen rows, so nothing here reads the rest of the day. For a paid
+judge the chosen events' prompt sizes go to `CostEstimator` before any call (a fully
+judged day is read once for it); `BudgetGate` then decides before each call batch which
+events still fit in the budget.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from dagster import MetadataValue
 
 from seer_metrics.evaluators.base import Evaluator
-from seer_metrics.events import NOT_SAMPLED, SKIPPED_BUDGET, InvalidEventError, RetrievalEvent
+from seer_metrics.events import SKIPPED_BUDGET, InvalidEventError, RetrievalEvent
 from seer_metrics.judgment_store import JudgmentStore, judgment_key, requirements_key
 from seer_metrics.rows import unjudged_row
 from seer_metrics.slices import DEFAULT_SLICE_KEYS, event_stratum
@@ -28,10 +29,11 @@ from seer_metrics.spend.cost_estimate import (
     CostEstimate,
     CostEstimator,
 )
-from seer_metrics.spend.sampling import SamplePlan, SamplePlanner, SamplingSettings
+from seer_metrics.spend.sampling import SamplePlan, SamplingSettings, allocate
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.warehouse.day import day_bounds
+from seer_pipelines.warehouse.day_sample import DayStrata
 
 
 @dataclass(frozen=True)
@@ -59,11 +61,13 @@ class JudgingLimits:
 
 @dataclass(frozen=True)
 class DayPlan:
-    """The day's sample (None: every event is judged) and the cost estimates of the day."""
+    """The day's sample (None: every event is judged), its strata as the warehouse counted
+    them, and the cost estimates (of every event on a fully judged day, of the sample)."""
 
     sample: SamplePlan | None
     estimate: CostEstimate | None
     sampled_estimate: CostEstimate | None
+    strata: DayStrata | None = None
 
     def summary(self) -> str:
         """One log line: the sample and the estimates."""
@@ -90,6 +94,8 @@ class DayPlan:
             metadata["sample_population"] = self.sample.events
             metadata["sample_size"] = self.sample.judged
             metadata["sample_strata"] = len(self.sample.population)
+        if self.strata is not None:  # counted in the warehouse: the rows never read
+            metadata["day_rows"] = self.strata.rows
         for prefix, estimate in (
             ("estimate", self.estimate),
             ("estimate_sampled", self.sampled_estimate),
@@ -128,42 +134,44 @@ def plan_day(
     model: str | None = None,
     price: tuple[float, float] | None = None,
 ) -> DayPlan:
-    """The first pass over the day: its sample and, for a paid judge, its cost estimate.
+    """The day's sample (counted and chosen in the warehouse) and, for a paid judge, its
+    cost estimate from the events it will judge.
 
     Nothing is read when neither is needed (every event judged by the offline judge).
     """
     sampling = limits.sampling.enabled
-    estimating = limits.paid and model is not None
-    if not sampling and not estimating:
-        return DayPlan(None, None, None)
-    planner = SamplePlanner(limits.sampling)
-    estimator = CostEstimator(model, price) if estimating and model is not None else None
-    for records in warehouse.iter_event_chunks(day):
-        events = day_valid_events(records, day)
-        if sampling:
-            planner.add(
-                [event.event_id for event in events],
-                [limits.stratum(event.metadata) for event in events],
-            )
-        if estimator is not None:
-            estimator.add(events)
-    sample = planner.plan() if sampling else None
-    estimate = estimator.estimate() if estimator is not None else None
-    sampled_estimate = None
-    if estimator is not None and sample is not None:
-        sampled_estimate = estimator.estimate(planner.chosen(sample))
-    return DayPlan(sample, estimate, sampled_estimate)
+    estimator = CostEstimator(model, price) if limits.paid and model is not None else None
+    if not sampling:
+        if estimator is None:
+            return DayPlan(None, None, None)
+        for records in warehouse.iter_event_chunks(day):
+            estimator.add(day_valid_events(records, day))
+        return DayPlan(None, estimator.estimate(), None)
+    strata = warehouse.count_day_strata(day, limits.slice_keys, limits.sampling.key)
+    population = {stratum.stratum: stratum.population for stratum in strata.strata}
+    sizes = allocate(population, limits.sampling)
+    sample = SamplePlan(population, sizes, cutoffs={}, key=limits.sampling.key)
+    plan = DayPlan(sample, None, None, strata)
+    if estimator is None:
+        return plan
+    for records in day_records(warehouse, day, plan, limits):
+        estimator.add(day_valid_events(records, day))
+    return DayPlan(sample, None, estimator.estimate(), strata)
 
 
-def sampled_events(
-    events: Sequence[RetrievalEvent], sample: SamplePlan | None, limits: JudgingLimits
-) -> list[RetrievalEvent]:
-    """The events of `events` in the day's sample (all of them without one)."""
-    if sample is None:
-        return list(events)
-    strata = [limits.stratum(event.metadata) for event in events]
-    chosen = sample.selected([event.event_id for event in events], strata)
-    return [event for event, keep in zip(events, chosen, strict=True) if keep]
+def day_records(
+    warehouse: WarehouseResource, day: date, plan: DayPlan | None, limits: JudgingLimits
+) -> Iterator[list[dict[str, Any]]]:
+    """The rows the judging step reads: the day's sample from the warehouse (each with its
+    `stratum`), or every row of the day when it is judged whole."""
+    if plan is None or plan.sample is None:
+        yield from warehouse.iter_event_chunks(day)
+        return
+    sizes = {str(stratum): int(size) for stratum, size in plan.sample.sample_sizes.items()}
+    populations = {str(stratum): int(n) for stratum, n in plan.sample.population.items()}
+    yield from warehouse.iter_sample_chunks(
+        day, limits.slice_keys, limits.sampling.key, sizes, populations
+    )
 
 
 class BudgetGate:
@@ -254,33 +262,23 @@ class BudgetGate:
 
 @dataclass(frozen=True)
 class DayLimits:
-    """What the second pass applies: the day's sample (None: all) and the budget gate."""
+    """What the judging pass applies: the slice keys of the strata and the budget gate."""
 
     limits: JudgingLimits
-    sample: SamplePlan | None = None
     gate: BudgetGate | None = None
 
 
 def limited_events(
     events: list[RetrievalEvent], day_limits: DayLimits | None, evaluator: Evaluator
 ) -> tuple[list[RetrievalEvent], list[dict[str, Any]], dict[str, str]]:
-    """(events to judge, `seer_judgments` rows of the events left unjudged on purpose,
-    stratum by event id) of one chunk's valid events."""
+    """(events to judge, `seer_judgments` rows of the events left unjudged over the
+    budget, stratum by event id) of one chunk's valid events."""
     if day_limits is None:
         return events, [], {}
     limits = day_limits.limits
     strata = {event.event_id: limits.stratum(event.metadata) for event in events}
-    chosen = sampled_events(events, day_limits.sample, limits)
-    rows = []
-    if len(chosen) < len(events):
-        kept = {id(event) for event in chosen}
-        size = day_limits.sample.judged if day_limits.sample else len(events)
-        reason = f"{NOT_SAMPLED}: outside the day's sample of {size} events"
-        rows.extend(
-            unjudged_row(event, NOT_SAMPLED, reason, evaluator)
-            for event in events
-            if id(event) not in kept
-        )
+    chosen: list[RetrievalEvent] = list(events)
+    rows: list[dict[str, Any]] = []
     if day_limits.gate is not None:
         chosen, over = day_limits.gate.split(chosen)
         reason = (

@@ -11,7 +11,7 @@ events end in error (the judge is down), the step fails and the day keeps its ro
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -25,7 +25,7 @@ from dagster import (
 
 from seer_metrics.evaluators.base import Evaluator
 from seer_metrics.evaluators.caching import CachingEvaluator
-from seer_metrics.events import NOT_SAMPLED, SKIPPED_BUDGET, InvalidEventError, RetrievalEvent
+from seer_metrics.events import SKIPPED_BUDGET, InvalidEventError, RetrievalEvent
 from seer_metrics.judgment_store import JudgmentStore
 from seer_metrics.rows import first_by_event_ts, invalid_row, judged_row
 from seer_pipelines.defs.assets.metadata_display import display_metadata
@@ -39,12 +39,13 @@ from seer_pipelines.judging.day_plan import (
     BudgetGate,
     DayLimits,
     JudgingLimits,
+    day_records,
     day_valid_events,
     limited_events,
     plan_day,
-    sampled_events,
 )
 from seer_pipelines.judging.parent_watch import while_parent_lives
+from seer_pipelines.judging.sampled_day import write_day_strata
 from seer_pipelines.judging.step_process import freeze_loaded_objects
 from seer_pipelines.warehouse.day import day_bounds
 from seer_pipelines.warehouse.schema import JUDGMENTS_TABLE
@@ -75,6 +76,7 @@ class JudgingSummary:
     invalid_reasons: dict[str, int] = field(default_factory=dict)
     error_reasons: dict[str, int] = field(default_factory=dict)
     error_example: str | None = None
+    stored_by_stratum: Counter[str] = field(default_factory=Counter)
 
     @property
     def evaluated(self) -> int:
@@ -159,11 +161,12 @@ async def _judge_partition(
     progress: Callable[[JudgingSummary], None],
     max_error_share: float,
     day_limits: DayLimits | None = None,
+    chunks: Iterable[list[dict[str, Any]]] | None = None,
 ) -> JudgingSummary:
     summary = JudgingSummary()
     start, end = day_bounds(day)
     with warehouse.partition_writer(JUDGMENTS_TABLE, day) as writer:
-        for records in warehouse.iter_event_chunks(day):
+        for records in warehouse.iter_event_chunks(day) if chunks is None else chunks:
             rows: list[dict[str, Any]] = []
             events: list[RetrievalEvent] = []
             for record in records:
@@ -171,6 +174,8 @@ async def _judge_partition(
                     event = RetrievalEvent.from_record(record)
                 except InvalidEventError as error:
                     row = invalid_row(record, error.reason)
+                    if "stratum" in record:  # a sampled row: the warehouse placed it
+                        row["stratum"] = record["stratum"]
                     if _off_the_day(row["event_ts"], start, end):
                         summary.outside_day += 1
                         continue
@@ -187,7 +192,6 @@ async def _judge_partition(
                 events.append(event)
             events, unjudged, strata = limited_events(events, day_limits, evaluator)
             rows.extend(unjudged)
-            summary.not_sampled += sum(row["status"] == NOT_SAMPLED for row in unjudged)
             summary.skipped_budget += sum(row["status"] == SKIPPED_BUDGET for row in unjudged)
             spent_before = (summary.cost_usd, summary.prompt_tokens + summary.completion_tokens)
             # A step orphaned by a killed launcher stops here instead of paying for nobody.
@@ -220,7 +224,10 @@ async def _judge_partition(
                 )
             # A repeated event_id keeps its earliest row (the writer keeps the first
             # staged), whatever its status; rows are read in event_ts order across chunks.
-            writer.write(first_by_event_ts(rows))
+            rows = first_by_event_ts(rows)
+            writer.write(rows)
+            if chunks is not None:  # a sample: what each stratum stored (seer_day_strata)
+                summary.stored_by_stratum.update(row.get("stratum") or "" for row in rows)
             summary.events += len(records)
             summary.chunks += 1
             progress(summary)
@@ -241,18 +248,25 @@ def judge_partition(
     progress: Callable[[JudgingSummary], None] | None = None,
     max_error_share: float = DEFAULT_MAX_ERROR_SHARE,
     day_limits: DayLimits | None = None,
+    chunks: Iterable[list[dict[str, Any]]] | None = None,
 ) -> JudgingSummary:
     """Judge one day's events with `evaluator` and replace that day in `seer_judgments`.
 
     `evaluator` should be a `CachingEvaluator` so that stored judgments are re-used and
     new ones are committed as they complete. Raises `JudgeFailingError`, leaving the day
     as it was, when more than `max_error_share` of the judged events end in error.
-    `day_limits` restricts the judging to the day's sample and budget: every other event
-    still gets its row, as `not_sampled` or `skipped_budget`.
+    `chunks` are the rows to judge (default: the whole day; a sampled day: its sample);
+    `day_limits` applies the budget: an event over it gets its row as `skipped_budget`.
     """
     return asyncio.run(
         _judge_partition(
-            warehouse, evaluator, day, progress or (lambda _: None), max_error_share, day_limits
+            warehouse,
+            evaluator,
+            day,
+            progress or (lambda _: None),
+            max_error_share,
+            day_limits,
+            chunks,
         )
     )
 
@@ -300,8 +314,8 @@ def judge_day(
         if day_plan.sample is not None:
             chosen = [
                 event
-                for records in warehouse.iter_event_chunks(day)
-                for event in sampled_events(day_valid_events(records, day), day_plan.sample, limits)
+                for records in day_records(warehouse, day, day_plan, limits)
+                for event in day_valid_events(records, day)
             ]
         day_batches = advance_day(warehouse, evaluator, day, chosen)
         context.log.info(f"{day}: {day_batches.summary()}")
@@ -342,10 +356,20 @@ def judge_day(
         gate = BudgetGate(
             limits.budget, judge.store, judge.model, judge.prompt_version, price, as_of=as_of
         )
-    day_limits = DayLimits(limits, day_plan.sample, gate)
+    day_limits = DayLimits(limits, gate)
     summary = judge_partition(
-        warehouse, judge, day, progress, max_error_share, day_limits=day_limits
+        warehouse,
+        judge,
+        day,
+        progress,
+        max_error_share,
+        day_limits=day_limits,
+        chunks=day_records(warehouse, day, day_plan, limits) if day_plan.strata else None,
     )
+    if day_plan.strata is not None:  # counted in the warehouse, never read or stored
+        summary.duplicate_event_ids += day_plan.strata.duplicates
+        summary.not_sampled = day_plan.strata.population - summary.rows
+    write_day_strata(warehouse, day, day_plan.strata, summary.stored_by_stratum)
     if summary.skipped_budget:
         context.log.warning(
             f"{day}: the budget ({limits.budget.describe()}) stopped the judging: "

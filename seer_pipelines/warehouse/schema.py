@@ -21,6 +21,7 @@ JUDGMENTS_TABLE = "seer_judgments"
 EVENT_METRICS_TABLE = "seer_event_metrics"
 PASSAGE_JUDGMENTS_TABLE = "seer_passage_judgments"
 SLICE_METRICS_TABLE = "seer_slice_metrics"
+DAY_STRATA_TABLE = "seer_day_strata"  # a sampled day's strata, counted in the warehouse
 
 STAGING_SUFFIX = "__staging"
 STAGING_RUN_COLUMN = "staging_run"
@@ -102,6 +103,15 @@ _PASSAGE_COLUMNS = (
     ("supported_requirements", sa.JSON, "ids of the requirements this passage supports"),
 )
 
+_DAY_STRATA_COLUMNS = (
+    ("partition_date", sa.Date, "UTC day of event_ts (the Dagster partition)"),
+    ("stratum", sa.Text, "the slice keys' values (env=prod|feature_flag=v2)"),
+    ("slice_values", sa.JSON, "the stratum's value of each slice key (null: none)"),
+    ("population", sa.Integer, "distinct events of the stratum on the day (invalid included)"),
+    ("duplicates", sa.Integer, "source rows dropped because their event_id repeated"),
+    ("sampled", sa.Integer, "events chosen, read and stored in the event-level tables"),
+)
+
 _SLICE_INTEGER_PREFIXES = (*COUNT_COLUMNS, "count_", "prompt_tokens")
 _SLICE_DESCRIPTIONS = {
     "partition_date": "UTC day (the Dagster partition)",
@@ -179,6 +189,7 @@ TABLE_COLUMNS: dict[str, tuple[tuple[str, object, str], ...]] = {
     EVENT_METRICS_TABLE: _EVENT_METRIC_COLUMNS,
     PASSAGE_JUDGMENTS_TABLE: _PASSAGE_COLUMNS,
     SLICE_METRICS_TABLE: _SLICE_METRIC_COLUMNS,
+    DAY_STRATA_TABLE: _DAY_STRATA_COLUMNS,
 }
 
 # The natural key of each table: the swap keeps the first staged row per key.
@@ -187,6 +198,7 @@ TABLE_KEYS: dict[str, tuple[str, ...]] = {
     EVENT_METRICS_TABLE: ("event_id",),
     PASSAGE_JUDGMENTS_TABLE: ("event_id", "position"),
     SLICE_METRICS_TABLE: ("slice",),
+    DAY_STRATA_TABLE: ("stratum",),
 }
 
 

@@ -37,6 +37,7 @@ from seer_pipelines.defs.assets.metadata_display import display_metadata, markdo
 from seer_pipelines.defs.assets.table_schemas import table_metadata
 from seer_pipelines.defs.partitions import partition_day
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
+from seer_pipelines.judging.sampled_day import counted_strata
 from seer_pipelines.judging.step_process import freeze_loaded_objects
 from seer_pipelines.settings import Settings
 from seer_pipelines.warehouse.engine import WarehouseConfigError
@@ -256,11 +257,13 @@ def compute_slice_frame(
     Only a few small codes per event are kept (`SliceAccumulator`, about 12 bytes an event)
     instead of whole rows with their metadata; with the transient arrays of one slice at a
     time the step's RSS grows by about 80 bytes an event (a million events: 78 MB). A
-    sampled day's slices are estimated from its judged events, weighted by their `stratum`.
+    sampled day's slices are estimated from its judged events, weighted by their `stratum`
+    and the populations counted in the warehouse (`seer_day_strata`).
     """
     accumulator = SliceAccumulator(slice_keys, bloat_line, pair_bounds)
     for chunk in warehouse.read_partition(EVENT_METRICS_TABLE, day, _EVENT_METRIC_READ_COLUMNS):
         accumulator.add(chunk)
+    accumulator.add_counted(counted_strata(warehouse, day, slice_keys))
     accumulator.count_judges(day_judges(warehouse, day))
     return accumulator.result(day)
 

@@ -22,6 +22,12 @@ from pydantic import Field, PrivateAttr
 from seer_metrics.text.redaction import redact_url
 from seer_pipelines.settings import setting
 from seer_pipelines.warehouse.day import count_unplaced, read_day
+from seer_pipelines.warehouse.day_sample import (
+    DayStrata,
+    count_day_rows,
+    count_day_strata,
+    read_day_sample,
+)
 from seer_pipelines.warehouse.engine import (
     WarehouseConfigError,
     create_warehouse_engine,
@@ -272,3 +278,38 @@ class WarehouseResource(ConfigurableResource):
     def count_events(self, day: date) -> int:
         """Rows `iter_event_chunks(day)` yields (reads only the timestamps)."""
         return sum(len(chunk) for chunk in self._day_rows(day, ("event_ts",)))
+
+    # -- the day counted and sampled in the warehouse (see warehouse.day_sample) -------
+
+    def count_day_strata(self, day: date, slice_keys: Sequence[str], key: str) -> DayStrata:
+        """The day's strata (population, duplicate ids), one grouped query."""
+        table, columns = self.events_table_object(), self.source_columns()
+        with self.get_engine().connect() as connection:
+            return count_day_strata(connection, table, columns, day, slice_keys, key)
+
+    def count_day_rows(self, day: date) -> int:
+        """The source rows on the day, one count in the warehouse (a sampled day's recount)."""
+        table, columns = self.events_table_object(), self.source_columns()
+        with self.get_engine().connect() as connection:
+            return count_day_rows(connection, table, columns, day)
+
+    def iter_sample_chunks(
+        self,
+        day: date,
+        slice_keys: Sequence[str],
+        key: str,
+        sizes: dict[str, int],
+        populations: dict[str, int] | None = None,
+    ) -> Iterator[list[dict[str, Any]]]:
+        """The day's chosen rows (`sizes` per stratum), in chunks, in event_ts order."""
+        yield from read_day_sample(
+            self.get_engine(),
+            self.events_table_object(),
+            self.source_columns(),
+            day,
+            slice_keys,
+            key,
+            sizes,
+            self.chunk_size,
+            populations,
+        )

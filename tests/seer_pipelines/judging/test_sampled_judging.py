@@ -16,7 +16,10 @@ from seer_metrics.evaluators.lexical import LexicalEvaluator
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment_store import JudgmentRecord, JudgmentStore, judgment_key
 from seer_metrics.rules import DEFAULT_RULES, evaluate_rules
+from seer_metrics.slices import DEFAULT_SLICE_KEYS, event_stratum
+from seer_metrics.slices import slice_metrics as slice_metrics_frame
 from seer_metrics.spend.budget import Budget, BudgetTracker
+from seer_pipelines.defs.checks.accounting import account_for_day
 from seer_pipelines.defs.checks.budget import budget_result
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
@@ -57,32 +60,93 @@ def _event_rows(warehouse: WarehouseResource) -> pd.DataFrame:
     )
 
 
-def test_a_sampled_day_keeps_every_event_and_the_same_sample_on_every_rerun(warehouse):
+def test_a_sampled_day_stores_its_sample_counts_the_rest_and_reruns_from_the_cache(warehouse):
     settings = {"kind": "lexical", "sample_size": 80, "sample_minimum_per_slice": 12}
     with instance_for_test() as instance:
         first = _run(warehouse, instance, **settings)
         rows = _event_rows(warehouse)
         again = _run(warehouse, instance, **settings)
         rows_again = _event_rows(warehouse)
-    # every event of the day has its row; unsampled ones have no metrics
-    assert len(rows) == first["events"] == rows["event_id"].nunique()
-    assert set(rows["status"]) == {"ok", "not_sampled", "invalid"}
-    assert rows.loc[rows["status"] == "not_sampled", "recall"].isna().all()
-    assert first["not_sampled"] == (rows["status"] == "not_sampled").sum()
+    strata = pd.read_sql("select * from seer_day_strata", warehouse.get_engine())
+    total = int(
+        pd.read_sql("select count(*) from retrieval_events", warehouse.get_engine()).iloc[0, 0]
+    )
+    # only the sample is stored (judged or invalid); the rest is counted per stratum
+    assert len(rows) == first["events"] == first["sample_size"] == rows["event_id"].nunique()
+    assert set(rows["status"]) <= {"ok", "invalid", "error"}
+    assert strata["population"].sum() == first["sample_population"] == total
+    assert strata["sampled"].sum() == len(rows)
+    assert first["not_sampled"] == total - len(rows) and first["day_rows"] == total
+    assert dict(Counter(rows["stratum"])) == dict(
+        zip(strata["stratum"], strata["sampled"], strict=True)
+    )
     judged = set(rows.loc[rows["status"] == "ok", "event_id"])
-    assert len(judged) >= first["sample_size"] - first["errors"] - 5
     # same events on the re-run, all of them cache hits
-    assert set(rows_again.loc[rows_again["status"] == "ok", "event_id"]) == judged
-    assert again["cache_hits"] == len(judged) and again["judged"] == 0
-    # the per-slice minimum: every stratum has min(its events, 12) judged events
-    valid = rows[rows["status"] != "invalid"]
-    population = Counter(valid["stratum"])
-    sampled = Counter(valid.loc[valid["status"] == "ok", "stratum"])
-    for stratum, size in population.items():
-        assert sampled[stratum] >= min(size, 12), stratum
+    assert set(rows_again["event_id"]) == set(rows["event_id"])
+    assert again["cache_hits"] == len(judged) and again["judged"] == again["model_calls"] == 0
+    # the per-slice minimum: every stratum has min(its events, 12) sampled events
+    for stratum in strata.itertuples():
+        assert stratum.sampled >= min(stratum.population, 12), stratum.stratum
     slices = pd.read_sql("select * from seer_slice_metrics", warehouse.get_engine())
     all_row = slices.set_index("slice").loc["all"]
-    assert all_row["evaluated"] == len(judged) and all_row["se_recall"] > 0
+    assert all_row["events"] == total and all_row["evaluated"] == len(judged)
+    assert all_row["not_sampled"] == total - len(rows) and all_row["se_recall"] > 0
+
+
+def test_every_source_row_of_a_sampled_day_is_accounted_for(warehouse):
+    settings = {"kind": "lexical", "sample_size": 60, "sample_minimum_per_slice": 5}
+    engine = warehouse.get_engine()
+    with instance_for_test() as instance:
+        judged = _run(warehouse, instance, **settings)
+    result = account_for_day(warehouse, DAY, judged)
+    assert result.passed, result.description
+    figures = {key: value.value for key, value in result.metadata.items()}
+    assert figures["rows_read"] == figures["strata_rows"] == judged["day_rows"]
+    assert figures["rows_stored"] == figures["rows_sampled"] == judged["events"]
+    with engine.begin() as connection:  # the source changes after judging
+        connection.execute(
+            sa.text(
+                "delete from retrieval_events "
+                "where rowid in (select min(rowid) from retrieval_events)"
+            )
+        )
+    result = account_for_day(warehouse, DAY, judged)
+    assert not result.passed and result.severity == AssetCheckSeverity.ERROR
+    assert "re-run the day" in result.description
+
+
+def test_a_sampled_days_slices_equal_the_estimates_from_stored_unsampled_rows(tmp_path):
+    """The populations counted in the warehouse give the slice rows that one row per
+    unsampled event (how a sampled day was stored before) gave."""
+    resource = WarehouseResource(url=f"sqlite:///{tmp_path / 'warehouse.sqlite'}")
+    records = list(generate_events(1, end_day=DAY, events_per_day=600, seed=3, invalid_share=0))
+    write_events(resource.get_engine(), records, table_name=resource.resolved_events_table())
+    settings = {"kind": "lexical", "sample_size": 90, "sample_minimum_per_slice": 10}
+    with instance_for_test() as instance:
+        _run(resource, instance, **settings)
+    engine = resource.get_engine()
+    stored = pd.read_sql("select * from seer_event_metrics", engine)
+    new = pd.read_sql("select * from seer_slice_metrics", engine).set_index("slice")
+    events = [RetrievalEvent.from_record(record) for record in records]
+    unsampled = [event for event in events if event.event_id not in set(stored["event_id"])]
+    old_style = pd.DataFrame(
+        {
+            "event_id": [event.event_id for event in unsampled],
+            "status": "not_sampled",
+            "metadata": [dict(event.metadata) for event in unsampled],
+            "stratum": [event_stratum(event.metadata, DEFAULT_SLICE_KEYS) for event in unsampled],
+        }
+    )
+    frame = pd.concat([stored, old_style], ignore_index=True)
+    frame["partition_date"] = DAY
+    old = slice_metrics_frame(frame, DEFAULT_SLICE_KEYS).set_index("slice")
+    columns = ["events", "evaluated", "not_sampled", "mean_recall", "se_recall", "mean_f1"]
+    columns += ["se_f1", "share_recall_below_1", "p10_recall", "std_recall"]
+    assert sorted(old.index) == sorted(new.index)
+    pd.testing.assert_frame_equal(
+        new.loc[old.index, columns], old[columns], check_dtype=False, check_exact=False
+    )
+    resource.dispose()
 
 
 def test_a_fully_judged_day_writes_no_unjudged_rows(warehouse):

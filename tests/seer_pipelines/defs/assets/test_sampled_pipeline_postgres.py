@@ -15,8 +15,13 @@ import pytest
 from dagster import DagsterInstance, instance_for_test
 
 from seer_metrics.events import InvalidEventError, RetrievalEvent
+from seer_pipelines.defs.checks.accounting import account_for_day
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
-from seer_pipelines.warehouse.schema import EVENT_METRICS_TABLE, SLICE_METRICS_TABLE
+from seer_pipelines.warehouse.schema import (
+    DAY_STRATA_TABLE,
+    EVENT_METRICS_TABLE,
+    SLICE_METRICS_TABLE,
+)
 from tests.seer_pipelines.defs.assets.test_pipelines import (
     LAST_DAY,
     CountingEvaluator,
@@ -51,10 +56,15 @@ def postgres_instance(postgres_url: str) -> Iterator[DagsterInstance]:
         yield instance
 
 
-def _stratified_mean(rows: pd.DataFrame, metric: str) -> float:
-    """The ratio estimate of a metric's mean computed here from the stored event rows:
-    each judged event of a stratum weighs (its stratum's population) / (its judged events)."""
-    population = rows[rows["status"] != "invalid"].groupby("stratum").size()
+def _stratified_mean(rows: pd.DataFrame, strata: pd.DataFrame, metric: str) -> float:
+    """The ratio estimate of a metric's mean computed here from the stored sample and the
+    counted strata: each judged event of a stratum weighs (its stratum's valid population,
+    the unread events scaled by the sample's valid share) / (its judged events)."""
+    counted = strata.set_index("stratum")
+    stored = rows.groupby("stratum").size()
+    ok = rows[rows["status"] == "ok"].groupby("stratum").size()
+    unread = counted["population"] - counted["sampled"]
+    population = ok.add(unread * (ok / stored), fill_value=0)
     judged = rows[(rows["status"] == "ok") & rows[metric].notna()]
     weights = (
         population.reindex(judged["stratum"]).to_numpy()
@@ -75,29 +85,28 @@ def test_a_sampled_day_runs_end_to_end_on_postgres(warehouse, postgres_instance)
     judging = {key: value.value for key, value in metadata_of(first, "event_judgments").items()}
     rows = warehouse.read_partition_frame(EVENT_METRICS_TABLE, LAST_DAY)
 
-    # Every source row has its one row: judged (ok), invalid, or outside the sample.
-    assert sorted(rows["event_id"]) == sorted(record["event_id"] for record in records)
+    strata = warehouse.read_partition_frame(DAY_STRATA_TABLE, LAST_DAY)
+    # Only the sample is stored (judged or invalid); every other event is counted.
     statuses = Counter(rows["status"])
-    assert set(statuses) == {"ok", "invalid", "not_sampled"}
-    assert statuses["invalid"] == len(records) - len(valid_ids)
-    assert statuses["ok"] == judging["sample_size"] < len(valid_ids)
-    assert statuses["not_sampled"] == judging["not_sampled"] == len(valid_ids) - statuses["ok"]
-    assert rows.loc[rows["status"] == "not_sampled", "recall"].isna().all()
+    assert set(statuses) <= {"ok", "invalid"} and statuses["ok"] > 0
+    assert len(rows) == judging["sample_size"] == strata["sampled"].sum() < len(records)
+    assert strata["population"].sum() == len(records) == judging["day_rows"]
+    assert judging["not_sampled"] == len(records) - len(rows)
+    assert set(rows["event_id"]) <= {record["event_id"] for record in records}
     assert rows.loc[rows["status"] == "ok", "recall"].notna().all()
+    accounted = account_for_day(warehouse, LAST_DAY, judging)
+    assert accounted.passed, accounted.description
     # Only the sample reached the judge; every stratum has its minimum.
     judged_ids = set(rows.loc[rows["status"] == "ok", "event_id"])
     assert set(CountingEvaluator.calls) == judged_ids
-    valid = rows[rows["status"] != "invalid"]
-    population = Counter(valid["stratum"])
-    sampled = Counter(valid.loc[valid["status"] == "ok", "stratum"])
-    for stratum, size in population.items():
-        assert sampled[stratum] >= min(size, SAMPLING["sample_minimum_per_slice"]), stratum
+    for stratum in strata.itertuples():
+        assert stratum.sampled >= min(stratum.population, SAMPLING["sample_minimum_per_slice"])
 
     slices = warehouse.read_partition_frame(SLICE_METRICS_TABLE, LAST_DAY).set_index("slice")
     everything = slices.loc["all"]
     assert everything["events"] == len(records)
     assert everything["evaluated"] == statuses["ok"]
-    assert everything["not_sampled"] == statuses["not_sampled"]
+    assert everything["not_sampled"] == judging["not_sampled"]
     assert everything["invalid"] == statuses["invalid"] and everything["skipped_budget"] == 0
     for slice_name, row in slices.iterrows():
         accounted = row["evaluated"] + row["not_sampled"] + row["invalid"] + row["errors"]
@@ -105,7 +114,7 @@ def test_a_sampled_day_runs_end_to_end_on_postgres(warehouse, postgres_instance)
     # The day's figures are weighted estimates with sampling errors, not plain means of
     # the judged events.
     for metric in ("recall", "precision", "f1"):
-        assert everything[f"mean_{metric}"] == pytest.approx(_stratified_mean(rows, metric))
+        assert everything[f"mean_{metric}"] == pytest.approx(_stratified_mean(rows, strata, metric))
         assert 0 < everything[f"se_{metric}"] < everything[f"std_{metric}"]
         assert everything[f"count_{metric}"] <= statuses["ok"]
     # A sampled slice whose judged values vary has a sampling error; one fully judged has none.
