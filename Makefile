@@ -25,16 +25,18 @@ test: $(STAMP)
 # it. In a scratch instance (telemetry off), so it needs neither PostgreSQL nor the demo's.
 check-defs: $(STAMP)
 	@home=$$(mktemp -d); printf 'telemetry:\n  enabled: false\n' > "$$home/dagster.yaml"; \
-	DAGSTER_HOME="$$home" $(BIN)/dg check defs; status=$$?; rm -rf "$$home"; exit $$status
+	DAGSTER_HOME="$$home" VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg check defs; status=$$?; \
+	rm -rf "$$home"; exit $$status
 
 # `dg dev` (what Dagster 1.13 recommends over `dagster dev`) serves the project's code
 # location ([tool.dg] in pyproject.toml); `dagster dev -w workspace.yaml` serves the same.
 # After `make demo`, the UI's partitions start at the demo's first day (unless
 # SEER_START_DATE is set). `dagster dev`'s port variable, DAGSTER_CLI_DEV_PORT, still applies.
+# VIRTUAL_ENV names the venv that runs dg (the project's), as an activated shell would.
 dev: $(STAMP)
 	home=$${DAGSTER_HOME:-$(CURDIR)/.dagster_home}; \
 	start=$${SEER_START_DATE:-$$(cat "$$home/seer_demo_start_date" 2>/dev/null)}; \
-	DAGSTER_HOME=$$home SEER_START_DATE=$$start \
+	DAGSTER_HOME=$$home SEER_START_DATE=$$start VIRTUAL_ENV=$(CURDIR)/$(VENV) \
 	$(BIN)/dg dev $${DAGSTER_CLI_DEV_PORT:+--port $$DAGSTER_CLI_DEV_PORT}
 
 # Runs every benchmark even when one misses its target, then fails if any did.

@@ -684,6 +684,11 @@ DAGSTER_WARNINGS = (
         "(dagster.yaml) in the current folder, but your DAGSTER_HOME environment variable "
         "is set to ...`: that is expected",
     ),
+    (
+        r"project_and_activated_venv_mismatch",
+        "docs/deployment.md",
+        "`dg` still runs the project's code location",
+    ),
 )
 WARNING_LINE = re.compile(r"warning", re.IGNORECASE)
 
