@@ -1,25 +1,19 @@
 """Incidents and pages: the one place where a verdict opens, carries or closes an incident.
 
-A threshold rule is a service level. When a slice starts failing it (or fails it on its
-first evaluation) an incident opens, once; while the slice keeps failing the incident is
-carried (a "still open" line, no new page). It closes only after `close_after_passes`
-consecutive clear passes (hysteresis in time, default 3): a slice hovering at its line,
-failing one day and passing the next, stays ONE open incident instead of paging every
-other day. A pass within noise of the line (`inconclusive`) is not a clear pass: it
-carries the incident and restarts the count. A day that says nothing about the level
-(not enough data, no baseline, a rule that did not run) carries it unchanged and does not
-count either: silence is not recovery.
+A threshold rule is a service level: when a slice starts failing it (or fails its first
+evaluation) an incident opens, once, and is carried while the slice keeps failing. It
+closes after `close_after_passes` consecutive clear passes (default 3), so a slice
+hovering at its line stays ONE incident. An `inconclusive` pass carries it and restarts
+the count; a day that says nothing (not enough data, no baseline) carries it unchanged.
 
-Drop rules (changes against a baseline) are followed the same way, but a drop's incident
-closes on its first clear pass: the evaluation calls a drop's pass clear only when the
-slice is back within noise of its pre-incident baseline (the baseline never learns the
-days of the incident, `baseline_exclusions`), so "recovered" is never said while the
-trouble lasts; a pass short of that is `inconclusive` and carries the incident.
+A drop rule (a change) is followed the same way, and its passes are clear only when the
+slice is back within noise of its pre-incident level (its baseline never learns the
+breakage: `seer_metrics.rules.breakage`), half way back from where it opened, and, the
+closing passes together, back within their pooled noise: "recovered" is never said while
+the trouble lasts.
 
-A page is what deserves a notification: an incident opened today (for a drop, the
-evaluation has already held the false-discovery rate across the day's drop tests), or an
-open incident that got materially worse than where it opened (`escalated`: once per
-incident). An ongoing breakage or a chronic breach therefore pages once, not every day.
+A page is an incident opened today, or an open incident much worse than where it opened
+(`escalated`, once per incident): an ongoing breakage pages once, not every day.
 
 `follow` is the transition; `advance_incidents` applies a day's outcomes to the incidents
 open before it (the daily replay, the benchmarks), and `incident_runs` / `open_before`
@@ -43,8 +37,7 @@ from seer_metrics.rules.model import (
     as_date,
 )
 
-VerdictStatus = Literal["fail", "pass", "inconclusive"]
-# The statuses of `Verdict`, as stored in the warehouse's day sequence.
+VerdictStatus = Literal["fail", "pass", "inconclusive"]  # as stored, a day at a time
 VERDICT_STATUSES: tuple[VerdictStatus, ...] = ("fail", "pass", "inconclusive")
 Transition = Literal["opened", "carried", "escalated", "closed", "quiet"]
 _TOLERANCE = 1e-12
@@ -54,9 +47,8 @@ _TOLERANCE = 1e-12
 class Verdict:
     """What one day said about one rule on one slice, as far as incidents care.
 
-    `fail`, a clear `pass`, or an `inconclusive` pass (a service level whose bounds
-    straddle its line). Outcomes that say nothing (`not_enough_data`, `no_baseline`) have
-    no verdict.
+    `fail`, a clear `pass`, or an `inconclusive` one (not clearly within the line, or not
+    back within noise); `not_enough_data` and `no_baseline` are no verdict.
     """
 
     day: date
@@ -73,14 +65,8 @@ class Verdict:
     worse_when: str = "below"
 
     def figures(self) -> dict[str, Any]:
-        """The numbers behind the verdict, as stored with it (`Verdict.of_figures` back)."""
-        return {
-            "observed": self.observed,
-            "baseline": self.baseline,
-            "noise": self.noise,
-            "escalation_step": self.escalation_step,
-            "worse_when": self.worse_when,
-        }
+        """The numbers behind the verdict, as stored with it (`figure_fields` reads them)."""
+        return {name: getattr(self, name) for name in (*_FIGURES, "worse_when")}
 
     @staticmethod
     def figure_fields(figures: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -159,6 +145,10 @@ class Incident:
     opened_baseline: float | None = None
     last_observed: float | None = None
     escalated_on: date | None = None
+    # Over the current run of clear passes of a change: how far below the pre-incident
+    # level each was, and its noise, summed (the pooled recovery test reads them).
+    recovery_gap: float = 0.0
+    recovery_noise: float = 0.0
 
     @property
     def key(self) -> tuple[str, str]:
@@ -186,6 +176,8 @@ class Incident:
             kind=data.get("kind", "threshold"),
             failed_days=int(data.get("failed_days", 1)),
             clear_passes=int(data.get("clear_passes", 0)),
+            recovery_gap=float(data.get("recovery_gap", 0.0)),
+            recovery_noise=float(data.get("recovery_noise", 0.0)),
             opened_observed=_number(data.get("opened_observed")),
             opened_baseline=_number(data.get("opened_baseline")),
             last_observed=_number(data.get("last_observed")),
@@ -247,13 +239,35 @@ def follow(
         return carried, "carried"
     if incident is None:
         return None, "quiet"
+    restart = {"clear_passes": 0, "recovery_gap": 0.0, "recovery_noise": 0.0}
     if verdict.status == "inconclusive" or not back_from_the_drop(verdict, incident):
-        return replace(incident, clear_passes=0, last_observed=verdict.observed), "carried"
+        return replace(incident, last_observed=verdict.observed, **restart), "carried"
     passes = incident.clear_passes + 1
+    gap = worsened_by(verdict, incident.opened_baseline)
+    recovering = replace(
+        incident,
+        clear_passes=passes,
+        last_observed=verdict.observed,
+        recovery_gap=incident.recovery_gap + (gap or 0.0),
+        recovery_noise=incident.recovery_noise + (verdict.noise or 0.0),
+    )
     if passes >= passes_to_close(incident.kind, close_after_passes):
-        closed = replace(incident, clear_passes=passes, closed_on=day)
-        return replace(closed, last_observed=verdict.observed), "closed"
-    return replace(incident, clear_passes=passes, last_observed=verdict.observed), "carried"
+        if not pooled_recovery(recovering):
+            return replace(recovering, **restart), "carried"
+        return replace(recovering, closed_on=day), "closed"
+    return recovering, "carried"
+
+
+def pooled_recovery(incident: Incident) -> bool:
+    """The clear passes of a change, taken together, are back within noise of the level
+    before the incident: their mean gap below it is at most their mean noise over the
+    square root of their number. One pass within noise says little about a slice a
+    breakage hurts only in part (a real gap of 0.07 behind a noise of 0.08); three
+    together say it is still low. Levels (and passes without figures) keep the count."""
+    passes = incident.clear_passes
+    if incident.kind != "drop" or passes < 2 or incident.recovery_noise <= 0:
+        return True
+    return incident.recovery_gap / passes <= incident.recovery_noise / passes / math.sqrt(passes)
 
 
 def back_from_the_drop(verdict: Verdict, incident: Incident) -> bool:

@@ -964,3 +964,26 @@ def test_baseline_exclusions_are_the_days_of_a_change_incident_never_of_a_level(
     # while it is open, every day up to the one evaluated is left out
     open_now = baseline_exclusions(verdicts[:3], change_rules, days[4])
     assert open_now == {("mean_recall", "env=prod"): frozenset(days[1:4])}
+
+
+def test_a_change_recovers_only_when_its_closing_passes_together_are_back_within_noise():
+    """Three passes each within noise of the level before the incident, but all 0.07 below
+    it (a slice a breakage still hurts in part), do not close the incident; three around
+    the old level do."""
+    from seer_metrics.rules.incidents import Verdict, follow
+
+    start = date(2026, 11, 1)
+
+    def verdict(offset: int, status: str, observed: float) -> Verdict:
+        return Verdict(
+            start + timedelta(days=offset), "recall_drop", "tenant=t7", "drop",
+            status, "ERROR", observed=observed, baseline=0.80, noise=0.08,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    for later, closes in (([0.73, 0.72, 0.73], False), ([0.79, 0.82, 0.78], True)):
+        incident, _ = follow(None, verdict(0, "fail", 0.60), 3)
+        transitions = []
+        for offset, observed in enumerate(later, start=1):
+            incident, transition = follow(incident, verdict(offset, "pass", observed), 3)
+            transitions.append(transition)
+        assert (transitions[-1] == "closed") is closes, transitions
