@@ -30,7 +30,6 @@ import pandas as pd
 from seer_metrics.rules import wording
 from seer_metrics.rules.levels import evaluate_level
 from seer_metrics.rules.model import (
-    SHARE_STATISTICS,
     STATISTICS,
     VOLUME_STATISTIC,
     CheckOutcome,
@@ -49,6 +48,7 @@ from seer_metrics.rules.readings import (
     number_or_none,
     represented_events,
     sampling_error,
+    statistic_std,
     window_start,
 )
 from seer_metrics.rules.scope import in_scope, slice_matches
@@ -57,7 +57,6 @@ from seer_metrics.rules.statistics import (
     benjamini_hochberg,
     one_sided_p_value,
     pool_groups,
-    share_std,
     z_value,
 )
 from seer_metrics.rules.volume import evaluate_volume, vanished_slices
@@ -103,10 +102,7 @@ def _evaluate_drop(
             message=wording.no_baseline(label, what, baseline_label, size, settings.minimum_sample),
         )
     worse = baseline.mean - observed if rule.comparison == "below" else observed - baseline.mean
-    if statistic in SHARE_STATISTICS:
-        observed_std = share_std(observed, sample)
-    else:
-        observed_std = number_or_none(row.get(statistic.replace("mean_", "std_"))) or 0.0
+    observed_std = statistic_std(row, statistic, observed, sample)
     # On a sampled day both sides also carry their sampling variance (see day_variance).
     standard_error = math.sqrt(
         day_variance(row, statistic, observed_std, sample)
@@ -161,10 +157,7 @@ def _drop_baseline(
         count = event_count(other.get(STATISTICS[statistic][0]))
         if mean is None or count == 0:
             return None, description
-        if statistic in SHARE_STATISTICS:
-            std = share_std(mean, count)
-        else:
-            std = number_or_none(other.get(statistic.replace("mean_", "std_"))) or 0.0
+        std = statistic_std(other, statistic, mean, count)
         population = represented_events(other, count)
         error = sampling_error(other, statistic)
         return pool_groups([mean], [std], [count], [population], [error]), description
@@ -236,25 +229,33 @@ def _judge_of(row: Mapping[str, Any]) -> str | None:
     return judge if isinstance(judge, str) and judge else None
 
 
+def _other_judges(past: pd.DataFrame | None, judge: str | None) -> tuple[frozenset[date], str]:
+    """The slice's earlier days judged by another judge than today's, and the note that
+    says a new baseline starts (none when the judges agree or are unknown)."""
+    if judge is None or past is None or "judge" not in past.columns:
+        return frozenset(), ""
+    other = past[past["judge"].notna() & (past["judge"] != judge)]
+    if not len(other):
+        return frozenset(), ""
+    last = other.loc[other["_day"].idxmax()]
+    return frozenset(other["_day"]), wording.judge_change_note(
+        judge, str(last["judge"]), last["_day"]
+    )
+
+
 def _slice_history(
     config: RulesConfig,
     statistic: str,
     label: str,
     past: pd.DataFrame | None,
     excluded_days: Mapping[tuple[str, str], Collection[date]],
-    judge: str | None,
+    other_judges: tuple[frozenset[date], str],
 ) -> SliceHistory:
     """The days a rule on `statistic` may learn from on slice `label`: not the days of its
     breakage (`excluded_days`), and only days judged by today's judge."""
-    excluded = set(excluded_days.get((statistic, label), ()))
-    note = ""
-    if judge is not None and past is not None and "judge" in past.columns:
-        other = past[past["judge"].notna() & (past["judge"] != judge)]
-        excluded.update(other["_day"])
-        if len(other):
-            last = other.loc[other["_day"].idxmax()]
-            note = wording.judge_change_note(judge, str(last["judge"]), last["_day"])
-    return SliceHistory(past, frozenset(excluded), config.baseline_lookback_days, note)
+    judged_apart, note = other_judges
+    excluded = frozenset(excluded_days.get((statistic, label), ())) | judged_apart
+    return SliceHistory(past, excluded, config.baseline_lookback_days, note)
 
 
 def evaluate_rules(
@@ -280,6 +281,11 @@ def evaluate_rules(
     gone = {
         label: {"slice": label, "events": 0, "judge": judge}
         for label in vanished_slices(today_rows, past_by_slice, day or date.min)
+    }
+    # Which earlier days another judge judged: the same for every rule on a slice.
+    other_judges = {
+        label: _other_judges(past_by_slice.get(label), _judge_of(row))
+        for label, row in {**today_rows, **gone}.items()
     }
     outcomes: list[CheckOutcome] = []
     for rule in config.rules:
@@ -310,7 +316,7 @@ def evaluate_rules(
                 label,
                 past_by_slice.get(label),
                 excluded_days or {},
-                _judge_of(row),
+                other_judges[label],
             )
             if volume:
                 outcome = evaluate_volume(rule, row, settings, base, slice_history)

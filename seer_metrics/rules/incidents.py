@@ -36,6 +36,7 @@ from seer_metrics.rules.model import (
     Severity,
     as_date,
 )
+from seer_metrics.rules.readings import number_or_none
 
 VerdictStatus = Literal["fail", "pass", "inconclusive"]  # as stored, a day at a time
 VERDICT_STATUSES: tuple[VerdictStatus, ...] = ("fail", "pass", "inconclusive")
@@ -72,7 +73,7 @@ class Verdict:
     def figure_fields(figures: Mapping[str, Any] | None) -> dict[str, Any]:
         """The keyword arguments of `Verdict` that `figures()` stored (missing: None)."""
         figures = figures or {}
-        fields = {name: _number(figures.get(name)) for name in _FIGURES}
+        fields = {name: number_or_none(figures.get(name)) for name in _FIGURES}
         return fields | {"worse_when": str(figures.get("worse_when") or "below")}
 
     @classmethod
@@ -103,21 +104,16 @@ class Verdict:
 _FIGURES = ("observed", "baseline", "noise", "escalation_step")
 
 
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
+def moved_bad_way(value: float | None, reference: float | None, worse_when: str) -> float | None:
+    """How far `value` lies from `reference` the bad way (`worse_when`: below, a fall)."""
+    if value is None or reference is None:
         return None
-    return None if math.isnan(number) else number
+    return reference - value if worse_when == "below" else value - reference
 
 
 def worsened_by(verdict: Verdict, reference: float | None) -> float | None:
     """How far the verdict's statistic moved the bad way from `reference` (None: unknown)."""
-    if verdict.observed is None or reference is None:
-        return None
-    if verdict.worse_when == "below":
-        return reference - verdict.observed
-    return verdict.observed - reference
+    return moved_bad_way(verdict.observed, reference, verdict.worse_when)
 
 
 @dataclass(frozen=True)
@@ -178,9 +174,9 @@ class Incident:
             clear_passes=int(data.get("clear_passes", 0)),
             recovery_gap=float(data.get("recovery_gap", 0.0)),
             recovery_noise=float(data.get("recovery_noise", 0.0)),
-            opened_observed=_number(data.get("opened_observed")),
-            opened_baseline=_number(data.get("opened_baseline")),
-            last_observed=_number(data.get("last_observed")),
+            opened_observed=number_or_none(data.get("opened_observed")),
+            opened_baseline=number_or_none(data.get("opened_baseline")),
+            last_observed=number_or_none(data.get("last_observed")),
             escalated_on=None
             if data.get("escalated_on") is None
             else as_date(data["escalated_on"]),
@@ -277,9 +273,7 @@ def back_from_the_drop(verdict: Verdict, incident: Incident) -> bool:
     longer significant. Levels (and verdicts without figures) keep the plain rule."""
     if incident.kind != "drop":
         return True
-    opened = worsened_by(
-        replace(verdict, observed=incident.opened_observed), incident.opened_baseline
-    )
+    opened = moved_bad_way(incident.opened_observed, incident.opened_baseline, verdict.worse_when)
     now = worsened_by(verdict, incident.opened_baseline)
     if opened is None or now is None or opened <= 0:
         return True

@@ -96,6 +96,14 @@ def effective_count(row: Any, statistic: str, share: float, count: int) -> float
     return min(share * (1 - share) / variance, represented_events(row, count))
 
 
+def statistic_std(row: Any, statistic: str, value: float, count: int) -> float:
+    """The spread of the events behind one day's statistic: binomial for a share, the
+    row's `std_*` column for a mean (0 when unknown)."""
+    if statistic in SHARE_STATISTICS:
+        return share_std(value, count)
+    return number_or_none(row.get(statistic.replace("mean_", "std_"))) or 0.0
+
+
 @dataclass(frozen=True)
 class DailyValues:
     """One slice's trailing days for one statistic: value, spread and count per day, and
@@ -145,7 +153,6 @@ def daily_values(
     the window reaching back over them, up to `lookback_days`)."""
     statistic = rule.statistic
     count_column = STATISTICS[statistic][0]
-    std_column = statistic.replace("mean_", "std_")
     result = DailyValues([], [], [], [], [])
     if past is None or past.empty or rule.baseline is None:
         return result
@@ -160,8 +167,5 @@ def daily_values(
         result.counts.append(count)
         result.populations.append(represented_events(row, count))
         result.standard_errors.append(sampling_error(row, statistic))
-        if statistic in SHARE_STATISTICS:
-            result.stds.append(share_std(value, count))
-        else:
-            result.stds.append(number_or_none(row.get(std_column)) or 0.0)
+        result.stds.append(statistic_std(row, statistic, value, count))
     return result

@@ -171,13 +171,12 @@ def drop_message(
         f"{label}: {statistic_label(statistic)} {movement} ({observed:.3f} over {sample} "
         f"events vs {baseline:.3f} over {baseline_count} events in {baseline_label})"
     )
+    change = "drop" if worse_when == "below" else "rise"
     if failed:
-        change = "drop" if worse_when == "below" else "rise"
         reason = f"a {change} of at least {threshold:.2f} and beyond the noise {noise:.3f}"
     elif delta >= threshold - 1e-12:
         reason = f"but within the noise {noise:.3f}: not alerted"
     else:
-        change = "drop" if worse_when == "below" else "rise"
         reason = f"less than the alerting {change} {threshold:.2f}"
     return f"{summary}, {reason}"
 

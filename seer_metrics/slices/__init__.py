@@ -94,13 +94,19 @@ SLICE_COLUMNS = (
 JUDGE_COLUMNS = ("evaluator", "model", "prompt_version")
 
 
+def judge_identity(parts: Sequence[Any]) -> str | None:
+    """`evaluator:model:prompt_version` of `JUDGE_COLUMNS`' values; None when one is NULL."""
+    return None if None in parts else ":".join(str(part) for part in parts)
+
+
 def judges_of(scores: pd.DataFrame) -> Counter[str]:
     """How many judged events each judge (`evaluator:model:prompt_version`) judged."""
     if not set(JUDGE_COLUMNS) <= set(scores.columns):
         return Counter()
     judged = scores[scores["status"] == "ok"]
     names = zip(*(judged[column].tolist() for column in JUDGE_COLUMNS), strict=True)
-    return Counter(":".join(str(part) for part in name) for name in names if None not in name)
+    identities = (judge_identity(name) for name in names)
+    return Counter(identity for identity in identities if identity is not None)
 
 
 def _with_judge(rows: list[dict[str, Any]], judges: Counter[str]) -> list[dict[str, Any]]:

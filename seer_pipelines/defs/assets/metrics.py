@@ -28,7 +28,7 @@ from pydantic import Field
 from seer_metrics.rows import JUDGMENT_READ_COLUMNS, event_metric_rows, passage_rows
 from seer_metrics.rules import RulesConfig
 from seer_metrics.scoring import METRICS
-from seer_metrics.slices import JUDGE_COLUMNS, SliceAccumulator
+from seer_metrics.slices import JUDGE_COLUMNS, SliceAccumulator, judge_identity
 from seer_metrics.slices.groups import DEFAULT_MAX_PAIR_SLICES, PairSliceBounds
 from seer_metrics.totals import ScoreTotals
 from seer_pipelines.defs.assets.events import GROUP_NAME
@@ -278,14 +278,13 @@ def day_judges(warehouse: WarehouseResource, day: date) -> Counter[str]:
         .where(table.c.partition_date == day, table.c.status == "ok")
         .group_by(*columns)
     )
+    judges: Counter[str] = Counter()
     with warehouse.get_engine().connect() as connection:
-        return Counter(
-            {
-                ":".join(str(part) for part in row[:-1]): int(row[-1])
-                for row in connection.execute(query)
-                if None not in row[:-1]
-            }
-        )
+        for *parts, count in connection.execute(query):
+            identity = judge_identity(parts)
+            if identity is not None:
+                judges[identity] += int(count)
+    return judges
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -129,15 +129,17 @@ def dispatcher_for(
     warehouse: WarehouseResource,
     slack: SlackAlertResource,
     close_after_passes: int = DEFAULT_CLOSE_AFTER_PASSES,
+    incidents: IncidentStore | None = None,
 ) -> AlertDispatcher:
     """The dispatcher of the warehouse's outbox; `close_after_passes` is the rules' count
-    of consecutive clear passes that close a service-level incident."""
+    of consecutive clear passes that close an incident; `incidents` a store the caller
+    already opened (the checks read the baseline exclusions from it first)."""
     engine, schema = warehouse.get_engine(), warehouse.resolved_schema()
     return AlertDispatcher(
         AlertOutbox(engine, schema),
         slack,
         examples_provider(warehouse),
-        incidents=IncidentStore(engine, schema, close_after_passes),
+        incidents=incidents or IncidentStore(engine, schema, close_after_passes),
     )
 
 
@@ -240,7 +242,7 @@ def build_slice_checks(
         )
         day_alerts, error = None, None
         try:
-            dispatcher = dispatcher_for(warehouse, slack, rules.close_after_passes)
+            dispatcher = dispatcher_for(warehouse, slack, rules.close_after_passes, store)
             dispatcher.log = context.log
             day_alerts = dispatcher.alert_on_day(day, outcomes, context.run.run_id, today)
             retried = sum(r.delivered and r.alerts > 0 for r in day_alerts.retried)
