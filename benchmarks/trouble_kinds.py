@@ -310,7 +310,7 @@ def run_scenario(
                 i
                 for d in trouble_days
                 for i in d.changes.closed
-                if overlaps(i.slice, trouble.where)
+                if i.paged and overlaps(i.slice, trouble.where)
             ]
             result.results[target] = not false
             result.false_recoveries = len(false)

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import date
 from typing import Any, Literal
 
+from seer_metrics.rules.attribution import parent_slices
 from seer_metrics.rules.model import (
     DEFAULT_CLOSE_AFTER_PASSES,
     CheckOutcome,
@@ -145,6 +146,9 @@ class Incident:
     # level each was, and its noise, summed (the pooled recovery test reads them).
     recovery_gap: float = 0.0
     recovery_noise: float = 0.0
+    # Whether a person was told of it: False for a level opened under its parent's open
+    # breach (`under_parent`) until it gets much worse. Its close then posts no reply.
+    paged: bool = True
 
     @property
     def key(self) -> tuple[str, str]:
@@ -180,6 +184,7 @@ class Incident:
             escalated_on=None
             if data.get("escalated_on") is None
             else as_date(data["escalated_on"]),
+            paged=bool(data.get("paged", True)),
         )
 
 
@@ -231,7 +236,7 @@ def follow(
             last_observed=verdict.observed,
         )
         if incident.escalated_on is None and much_worse(verdict, incident):
-            return replace(carried, escalated_on=day), "escalated"
+            return replace(carried, escalated_on=day, paged=True), "escalated"
         return carried, "carried"
     if incident is None:
         return None, "quiet"
@@ -297,8 +302,10 @@ class IncidentChanges:
     again, recovering but not yet closed, or not evaluated conclusively). `escalated`: the
     carried incidents that got much worse today (they page again). `closed`: incidents
     closed today (with `closed_on` set). `pages`: the outcomes worth a notification (those
-    that opened an incident, then those that escalated one). The incidents open after the
-    day are `opened` plus `carried`.
+    that opened an incident, then those that escalated one). `under_parent`: service-level
+    incidents opened today without a page, because a parent slice has the same breach open
+    and the slice is no worse than it. The incidents open after the day are `opened`,
+    `under_parent` and `carried`.
     """
 
     opened: tuple[Incident, ...]
@@ -306,15 +313,18 @@ class IncidentChanges:
     closed: tuple[Incident, ...]
     pages: tuple[CheckOutcome, ...]
     escalated: tuple[Incident, ...] = ()
+    under_parent: tuple[Incident, ...] = ()
 
     @property
     def still_open(self) -> tuple[Incident, ...]:
-        return (*self.opened, *self.carried)
+        return (*self.opened, *self.under_parent, *self.carried)
 
     def state_of(self, rule: str, slice_label: str) -> tuple[str, Incident] | None:
-        """("opened" | "escalated" | "carried", incident) of a (rule, slice) after the day."""
+        """("opened" | "under_parent" | "escalated" | "carried", incident) of a (rule,
+        slice) after the day."""
         for state, incidents in (
             ("opened", self.opened),
+            ("under_parent", self.under_parent),
             ("escalated", self.escalated),
             ("carried", self.carried),
         ):
@@ -331,6 +341,7 @@ class IncidentChanges:
             closed=tuple(i for i in self.closed if i.kind == kind),
             pages=tuple(o for o in self.pages if o.kind == kind),
             escalated=tuple(i for i in self.escalated if i.kind == kind),
+            under_parent=tuple(i for i in self.under_parent if i.kind == kind),
         )
 
 
@@ -352,11 +363,13 @@ def advance_incidents(
     closed: list[Incident] = []
     opening: list[CheckOutcome] = []
     worsening: list[CheckOutcome] = []
+    verdicts: dict[tuple[str, str], Verdict] = {}
     for outcome in outcomes:
         verdict = Verdict.of(outcome)
         if verdict is None:
             continue
         key = (outcome.rule, outcome.slice)
+        verdicts[key] = verdict
         incident, transition = follow(state.get(key), verdict, close_after_passes)
         if transition == "opened":
             opened[key] = incident  # type: ignore[assignment]
@@ -372,14 +385,60 @@ def advance_incidents(
             state[key] = incident
             if key in opened:
                 opened[key] = incident
-    carried = tuple(incident for key, incident in state.items() if key not in opened)
+    shared = {
+        key
+        for key in opened
+        if opened[key].kind == "threshold" and _shares_parent_breach(key, verdicts, state)
+    }
+    for key in shared:
+        state[key] = opened[key] = replace(opened[key], paged=False)
+    carried = tuple(state[key] for key in state if key not in opened)
     return IncidentChanges(
-        opened=tuple(opened.values()),
+        opened=tuple(i for key, i in opened.items() if key not in shared),
         carried=carried,
         closed=tuple(closed),
-        pages=(*opening, *worsening),
+        pages=(*(o for o in opening if (o.rule, o.slice) not in shared), *worsening),
         escalated=tuple(escalated.values()),
+        under_parent=tuple(opened[key] for key in opened if key in shared),
     )
+
+
+def _shares_parent_breach(
+    key: tuple[str, str],
+    verdicts: Mapping[tuple[str, str], Verdict],
+    open_after: Mapping[tuple[str, str], Incident],
+) -> bool:
+    """Whether a service level a slice breaches for the first time is a breach its parent
+    already has open (on the same rule) and the slice is no worse than that parent beyond
+    their noise. On a real retriever the levels are breached chronically: a small tenant
+    that first reaches the minimum sample, or a new tenant, breaches them too, and paging
+    it said nothing its parent's incident had not (10 pages in 112 clean days of a mix of
+    20 tenants). A slice worse than its parent still pages: that is news."""
+    rule, label = key
+    child = verdicts[key]
+    for parent in parent_slices(label):
+        theirs = verdicts.get((rule, parent))
+        if theirs is None or (rule, parent) not in open_after or theirs.status != "fail":
+            continue
+        gap = _worse_than(child, theirs)
+        if gap is None:
+            continue
+        noise = math.hypot(child.noise or 0.0, theirs.noise or 0.0) / math.sqrt(2)
+        if gap <= noise + _TOLERANCE:
+            return True
+    return False
+
+
+def _worse_than(child: Verdict, parent: Verdict) -> float | None:
+    """How much worse the child's reading is than its parent's: for a level against the
+    slice's own normal, its move from that normal; else the reading itself."""
+    if child.baseline is not None and parent.baseline is not None:
+        child_move = worsened_by(child, child.baseline)
+        parent_move = worsened_by(parent, parent.baseline)
+        if child_move is None or parent_move is None:
+            return None
+        return child_move - parent_move
+    return moved_bad_way(child.observed, parent.observed, child.worse_when)
 
 
 def incident_runs(

@@ -239,7 +239,7 @@ class AlertOutbox:
                     "opened_observed": incident.opened_observed,
                     "opened_baseline": incident.opened_baseline,
                 }
-                if state == "carried":
+                if state in ("carried", "under_parent"):
                     carried.add((outcome.rule, outcome.slice))
             items.append((outcome.rule, outcome.slice, outcome.severity, payload))
         return self.record(partition_date, KIND_CHECK, items, run_id, passed, carried)

@@ -623,6 +623,47 @@ def test_incident_transitions_keep_dates_messages_and_round_trip() -> None:
     assert closed.still_open == ()
 
 
+def test_a_level_its_parent_already_breaches_opens_without_a_page() -> None:
+    """A small tenant first reaching the minimum sample breaches the chronic level its
+    parent has open: the incident opens, carried under the parent, with no page and no
+    reply when it closes; a tenant worse than its parent beyond noise still pages."""
+
+    def reading(day: str, label: str, observed: float, status: str = "fail") -> CheckOutcome:
+        return replace(level(day, status, label), observed=observed, noise=0.05)
+
+    first = advance_incidents([], [reading("2026-11-20", "all", 0.78)])
+    assert [p.slice for p in first.pages] == ["all"]
+    # the same level as `all`, within noise: no page; far below it: a page
+    day = [
+        reading("2026-11-21", "all", 0.79),
+        reading("2026-11-21", "tenant=t3", 0.75),
+        reading("2026-11-21", "tenant=t7", 0.10),
+        reading("2026-11-21", "env=prod,tenant=t3", 0.76),
+    ]
+    changes = advance_incidents(first.still_open, day)
+    assert [p.slice for p in changes.pages] == ["tenant=t7"]
+    assert {i.slice for i in changes.under_parent} == {"tenant=t3", "env=prod,tenant=t3"}
+    assert changes.state_of("recall_floor", "tenant=t3")[0] == "under_parent"
+    assert all(not i.paged for i in changes.under_parent)
+    # carried quietly; closing it closes an incident nobody was paged about
+    carried = advance_incidents(changes.still_open, [reading("2026-11-22", "tenant=t3", 0.76)])
+    assert carried.pages == ()
+    (quiet,) = [i for i in carried.carried if i.slice == "tenant=t3"]
+    assert not quiet.paged
+    closed = advance_incidents(
+        carried.still_open, [reading("2026-11-23", "tenant=t3", 0.9, "pass")], 1
+    )
+    assert [(i.slice, i.paged) for i in closed.closed] == [("tenant=t3", False)]
+    # with no incident open on the parent, the same reading pages
+    alone = advance_incidents([], [reading("2026-11-21", "tenant=t3", 0.75)])
+    assert [p.slice for p in alone.pages] == ["tenant=t3"]
+    # a change rule is never quieted by its parent
+    drops = advance_incidents(
+        [], [change("2026-11-21", "fail", "all"), change("2026-11-21", "fail", "tenant=t3")]
+    )
+    assert {p.slice for p in drops.pages} == {"all", "tenant=t3"}
+
+
 def _follow_days(statuses: str, close_after_passes: int = 3):
     """Replay one slice's days: F fail, P clear pass, ? inconclusive pass, - no verdict."""
     words = {"F": "fail", "P": "pass", "?": "pass", "-": "not_enough_data"}
