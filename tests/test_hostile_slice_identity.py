@@ -195,5 +195,8 @@ def test_the_alert_marks_no_hostile_slice_high_priority(evaluated) -> None:
     texts += [element["text"] for block in message.blocks for element in block.get("elements", [])]
     # only group B broke, and it has no event in env=prod
     assert not any("(high priority)" in text for text in texts)
+    # people read the display form (special keys and values quoted), not the codec's escapes
+    assert any('tenant="acme,env=prod"' in text for text in texts)
+    assert not any("\\," in text or "\\=" in text for text in texts)
     shown = [text for text in texts if text.startswith("Top missing requirements in")]
     assert shown and all("“beta” (50 events)" in text for text in shown)
