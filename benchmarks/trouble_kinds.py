@@ -20,8 +20,8 @@ import pandas as pd
 
 from seer_metrics.rules import RulesConfig, alert_order
 from seer_metrics.rules.incidents import Incident
-from seer_metrics.rules.scope import slice_components
 from seer_metrics.slices import slice_metrics
+from seer_metrics.slices.identity import SliceIdentity
 from seer_pipelines.demo.judges import with_judge_column
 from seer_pipelines.demo.realistic import generate_stream, ideal_scores
 from seer_pipelines.demo.replay import ReplayedDay, replay_rules
@@ -215,13 +215,8 @@ def replay_base(
 def overlaps(label: str, where: Mapping[str, str]) -> bool:
     """Whether the slice `label` shares events with the trouble's slice `where`: no key of
     it has another value there (`all` overlaps everything)."""
-    if label == "all":
-        return True
-    for component in slice_components(label):
-        key, _, value = component.partition("=")
-        if key in where and where[key] != value:
-            return False
-    return True
+    pairs = SliceIdentity.decode(label).pairs
+    return all(where.get(key, value) == value for key, value in pairs)
 
 
 def slice_recall(

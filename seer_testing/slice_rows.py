@@ -6,17 +6,18 @@ from datetime import date
 from typing import Any
 
 from seer_metrics.slices import SLICE_COLUMNS
+from seer_metrics.slices.identity import SliceIdentity
 
 
 def healthy_slice_row(day: str | date, label: str, n: int = 100, **values: Any) -> dict[str, Any]:
     """A slice row with healthy, steady metrics; keyword arguments override single columns."""
-    key, _, value = label.partition("=")
+    identity = SliceIdentity.decode(label)
     row: dict[str, Any] = dict.fromkeys(SLICE_COLUMNS, 0)
     row.update(
         partition_date=day,
         slice=label,
-        slice_key=key if value else "all",
-        slice_value=value or "all",
+        slice_key=identity.key_column,
+        slice_value=identity.value_column,
         events=n,
         evaluated=n,
         mean_recall=0.95,

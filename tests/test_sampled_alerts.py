@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 from seer_metrics.events import NOT_SAMPLED
-from seer_metrics.rules import DEFAULT_RULES, CheckOutcome, slice_components
-from seer_metrics.slices import metadata_value, slice_metrics
+from seer_metrics.rules import DEFAULT_RULES, CheckOutcome
+from seer_metrics.slices import SliceIdentity, metadata_value, slice_metrics
 from seer_metrics.spend.sampling import SamplingSettings, plan_sample, stratum_label
 from seer_pipelines.demo.realistic import Release, generate_stream, ideal_scores
 from seer_pipelines.demo.replay import ReplayedDay, replay_rules
@@ -123,7 +123,7 @@ def test_sampled_and_full_runs_page_the_same_release_in_the_same_pair_slice(full
 
 def slice_family(label: str) -> str:
     """`all`, the key of a one-key slice, or the keys of a pair: `env,tenant`."""
-    return ",".join(component.split("=")[0] for component in slice_components(label))
+    return ",".join(SliceIdentity.decode(label).keys) or "all"
 
 
 def test_clean_days_page_at_most_once_per_slice_family_in_either_run(full, sampled) -> None:

@@ -32,8 +32,8 @@ import pandas as pd
 from seer_metrics.rules import wording
 from seer_metrics.rules.explanation import Explanation
 from seer_metrics.rules.model import CheckOutcome, RestOfParent
-from seer_metrics.rules.scope import slice_components
 from seer_metrics.slices.groups import ALL_SLICE
+from seer_metrics.slices.identity import SliceIdentity
 
 # Shares this close tie: the slice with fewer keys (the simpler story) is preferred.
 SHARE_TIE = 0.05
@@ -43,24 +43,17 @@ _SEVERITY_ORDER = {"ERROR": 0, "WARN": 1}
 
 def parent_slices(label: str) -> tuple[str, ...]:
     """The slices one step wider: an intersection's components; `all` for a one-key slice."""
-    if label == ALL_SLICE:
-        return ()
-    components = slice_components(label)
-    return components if len(components) > 1 else (ALL_SLICE,)
+    return tuple(parent.label for parent in SliceIdentity.decode(label).parents)
 
 
 def key_count(label: str) -> int:
     """How many keys a slice fixes: 0 for `all`, 2 for `env=prod,feature_flag=v2`."""
-    return 0 if label == ALL_SLICE else len(slice_components(label))
+    return SliceIdentity.decode(label).arity
 
 
 def is_narrower(child: str, parent: str) -> bool:
     """Whether every event of `child` is in `parent` and `child` fixes more keys."""
-    if child in (parent, ALL_SLICE):
-        return False
-    if parent == ALL_SLICE:
-        return True
-    return set(slice_components(parent)) < set(slice_components(child))
+    return SliceIdentity.decode(child).is_narrower_than(SliceIdentity.decode(parent))
 
 
 def beyond_noise(outcome: CheckOutcome) -> bool:

@@ -42,7 +42,9 @@ from seer_metrics.rules.model import (
     Severity,
     SliceOverride,
 )
+from seer_metrics.rules.scope import pattern_pairs
 from seer_metrics.slices.groups import ALL_SLICE
+from seer_metrics.slices.identity import SliceIdentity
 
 RULES_FILE_ENV = "SEER_RULES_FILE"
 DEFAULT_RULES_RESOURCE = "default_rules.yaml"
@@ -109,6 +111,8 @@ def _patterns(value: Any) -> tuple[str, ...]:
                 f"slice pattern {pattern!r} must be 'all', '*' or 'key=value' "
                 "(the value may use * and ? wildcards)"
             )
+        if pattern not in ("*", ALL_SLICE):
+            pattern_pairs(pattern)  # a ValueError naming the pattern when it is no pairs
     return tuple(value)
 
 
@@ -116,7 +120,7 @@ def _one_slice(value: Any) -> str:
     (label,) = _patterns([value])
     if any(ch in label for ch in "*?[") or label == "*":
         raise ValueError(f"must name one slice, got {label!r}")
-    return label
+    return SliceIdentity.decode(label).label  # as the slice table spells it
 
 
 def _rule_name(value: Any) -> str:

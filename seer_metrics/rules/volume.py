@@ -31,8 +31,8 @@ from seer_metrics.rules.readings import (
     event_count,
     window_start,
 )
-from seer_metrics.rules.scope import slice_components
 from seer_metrics.rules.statistics import one_sided_p_value, z_value
+from seer_metrics.slices.identity import SliceIdentity, SliceLabelError
 
 # Consistency constant of the median absolute deviation for a normal distribution.
 _MAD_TO_STD = 1.4826
@@ -130,6 +130,15 @@ def evaluate_volume(
     )
 
 
+def _is_intersection_or_unknown(label: str) -> bool:
+    """A pair slice, or an earlier day's label the codec does not read (written before
+    labels were escaped): neither says a one-key slice vanished."""
+    try:
+        return SliceIdentity.decode(label).is_intersection
+    except SliceLabelError:
+        return True
+
+
 def vanished_slices(
     today_rows: Mapping[str, Any], past_by_slice: Mapping[str, pd.DataFrame], day: date
 ) -> list[str]:
@@ -138,7 +147,7 @@ def vanished_slices(
     nothing, and its keys' own slices carry the loss)."""
     vanished = []
     for label, past in past_by_slice.items():
-        if len(slice_components(label)) > 1:
+        if _is_intersection_or_unknown(label):
             continue
         recent = {when for when in past["_day"] if 0 < (day - when).days <= _RECENT_DAYS}
         if label not in today_rows and len(recent) > _RECENT_DAYS / 2:

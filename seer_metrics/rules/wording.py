@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from seer_metrics.rules.explanation import Explanation
 from seer_metrics.rules.model import SHARE_STATISTICS, STATISTICS, CheckOutcome, RestOfParent
-from seer_metrics.rules.scope import slice_components
 from seer_metrics.slices import ALL_SLICE
+from seer_metrics.slices.identity import display_label
 
 MINUS = "\u2212"
 
@@ -64,8 +64,9 @@ def metric_name(statistic: str) -> str:
 
 
 def slice_title(label: str) -> str:
-    """`env=prod × feature_flag=retrieval-v2` for an intersection slice; other labels as is."""
-    return " × ".join(slice_components(label))
+    """`env=prod × feature_flag=retrieval-v2` for an intersection slice; other labels as is
+    (a key or value with special characters quoted: `tenant="acme,env=prod"`)."""
+    return display_label(label, " × ")
 
 
 def signed(change: float, digits: int = 2) -> str:

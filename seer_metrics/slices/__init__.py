@@ -2,7 +2,8 @@
 
 A slice is `all`, one value of one metadata key (`env=prod`), or one value of each of two
 keys (`env=prod,feature_flag=retrieval-v2`), bounded by volume (`seer_metrics.slices.groups`
-forms the groups and says why).
+forms the groups and says why). What a slice is, its (key, value) pairs, and the one
+reversible codec of its label are `seer_metrics.slices.identity`: nothing splits a label.
 
 Means, shares and quantiles are taken over defined values only (NULL metrics are left
 out), and the counts and standard deviations behind each mean are kept so that rules can
@@ -43,6 +44,7 @@ from seer_metrics.slices.groups import (
     positions_by_code,
     slice_label,
 )
+from seer_metrics.slices.identity import SliceIdentity, SliceLabelError, display_label
 from seer_metrics.slices.statistics import (
     NUMERIC_COLUMNS,
     DayArrays,
@@ -152,9 +154,7 @@ def _day_rows(
     rows: list[dict[str, Any]] = [
         {
             "partition_date": day,
-            "slice": ALL_SLICE,
-            "slice_key": ALL_SLICE,
-            "slice_value": ALL_SLICE,
+            **_identity_columns(SliceIdentity()),
             **slice_statistics(arrays, bloat_line),
         }
     ]
@@ -164,24 +164,29 @@ def _day_rows(
             rows.append(
                 {
                     "partition_date": day,
-                    "slice": slice_label(group.key, value),
-                    "slice_key": group.key,
-                    "slice_value": value,
+                    **_identity_columns(SliceIdentity.of((group.key, value))),
                     **slice_statistics(arrays, bloat_line, rows_of_value),
                 }
             )
     counted = None if arrays.counted is None else arrays.counted.multiplicity
-    for label, key, value, positions in pair_groups(groups, pair_bounds, counted):
+    for identity, positions in pair_groups(groups, pair_bounds, counted):
         rows.append(
             {
                 "partition_date": day,
-                "slice": label,
-                "slice_key": key,
-                "slice_value": value,
+                **_identity_columns(identity),
                 **slice_statistics(arrays, bloat_line, positions),
             }
         )
     return rows
+
+
+def _identity_columns(identity: SliceIdentity) -> dict[str, str]:
+    """The columns that name a slice; its label is the one the rules decode."""
+    return {
+        "slice": identity.label,
+        "slice_key": identity.key_column,
+        "slice_value": identity.value_column,
+    }
 
 
 def _slice_values(metadata: pd.Series, key: str) -> pd.Series:
@@ -361,6 +366,9 @@ __all__ = [
     "SLICE_COLUMNS",
     "PairSliceBounds",
     "SliceAccumulator",
+    "SliceIdentity",
+    "SliceLabelError",
+    "display_label",
     "metadata_value",
     "pair_label",
     "slice_label",

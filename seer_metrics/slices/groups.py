@@ -4,10 +4,12 @@ A regression often lives where two keys meet (`env=prod` with
 `feature_flag=retrieval-v2`), and on either key alone it is diluted by the unaffected
 traffic; so besides one key at a time, each pair of configured keys (in the configured
 order) gives pair slices, labelled `env=prod,feature_flag=retrieval-v2` with slice_key
-`env,feature_flag` and slice_value `prod,retrieval-v2`. They are bounded so they cannot
-flood the table or the rules: a pair of values needs at least `minimum_events` events
-that day, and only the `max_slices` largest are kept. Groups are row positions built from
-each key's integer codes, never copies of the rows.
+`env,feature_flag` and slice_value `prod,retrieval-v2` (labels come from the one codec,
+`seer_metrics.slices.identity`; in slice_key and slice_value each part has its `\\` and
+`,` escaped). They are bounded so they cannot flood the table or the rules: a pair of
+values needs at least `minimum_events` events that day, and only the `max_slices`
+largest are kept. Groups are row positions built from each key's integer codes, never
+copies of the rows.
 """
 
 from __future__ import annotations
@@ -18,24 +20,27 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+# ALL_SLICE and PAIR_SEPARATOR are imported from here by the rules and the alerts.
+from seer_metrics.slices.identity import ALL_SLICE as ALL_SLICE
+from seer_metrics.slices.identity import PAIR_SEPARATOR as PAIR_SEPARATOR
+from seer_metrics.slices.identity import SliceIdentity
+
 # The rules' default minimum sample (`seer_metrics.rules.model.DEFAULT_MINIMUM_SAMPLE`,
 # not imported: the rules import this package): a pair slice with fewer events could
 # never get a verdict, and one with as many can, so a release in an intersection of
 # 30-100 events a day is tested where it happened.
 DEFAULT_PAIR_MINIMUM_EVENTS = 30
 DEFAULT_MAX_PAIR_SLICES = 50
-ALL_SLICE = "all"
-# Joins the keys and the values of a pair slice: `env,feature_flag` / `prod,retrieval-v2`.
-PAIR_SEPARATOR = ","
 
 
 def slice_label(key: str, value: str) -> str:
-    return ALL_SLICE if key == ALL_SLICE else f"{key}={value}"
+    """The label of a one-key slice: `env=prod` (a key `all` too: `all=x`, never `all`)."""
+    return SliceIdentity.of((key, value)).label
 
 
 def pair_label(first: tuple[str, str], second: tuple[str, str]) -> str:
     """The label of a pair slice: `env=prod,feature_flag=retrieval-v2`."""
-    return f"{slice_label(*first)}{PAIR_SEPARATOR}{slice_label(*second)}"
+    return SliceIdentity.of(first, second).label
 
 
 @dataclass(frozen=True)
@@ -88,8 +93,8 @@ def _pair_codes(first: KeyGroups, second: KeyGroups) -> np.ndarray:
 
 def pair_groups(
     groups: Sequence[KeyGroups], bounds: PairSliceBounds, events: np.ndarray | None = None
-) -> list[tuple[str, str, str, np.ndarray]]:
-    """(slice, slice_key, slice_value, positions) of the pair slices kept for the day.
+) -> list[tuple[SliceIdentity, np.ndarray]]:
+    """(identity, positions) of the pair slices kept for the day.
 
     Candidates are every pair of values of two keys with at least `minimum_events`
     events; the `max_slices` largest are kept (ties: key order, then value order), and
@@ -127,12 +132,6 @@ def pair_groups(
         width = len(second.values)
         for code, begin, stop in zip(codes_kept, starts, stops, strict=True):
             first_value, second_value = first.values[code // width], second.values[code % width]
-            result.append(
-                (
-                    pair_label((first.key, first_value), (second.key, second_value)),
-                    f"{first.key}{PAIR_SEPARATOR}{second.key}",
-                    f"{first_value}{PAIR_SEPARATOR}{second_value}",
-                    order[begin:stop],
-                )
-            )
+            identity = SliceIdentity.of((first.key, first_value), (second.key, second_value))
+            result.append((identity, order[begin:stop]))
     return result

@@ -9,9 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from seer_metrics.rules import slice_components
-from seer_metrics.slices import metadata_value
-from seer_metrics.slices.groups import ALL_SLICE
+from seer_metrics.slices import SliceIdentity, metadata_value
 
 EXAMPLES_PER_SLICE = 3
 
@@ -37,15 +35,12 @@ def top_missing_requirements(
     """For each slice label, the `limit` most frequent missing requirement texts.
 
     `event_frames` are chunks of `seer_event_metrics` rows (`status`, `missing_requirements`,
-    `metadata`); a requirement counts once per event. An intersection slice
-    (`env=prod,feature_flag=retrieval-v2`) counts the events matching all its keys.
+    `metadata`); a requirement counts once per event. A slice counts the events having
+    each of its (key, value) pairs (`all`: every event), decoded from its label.
     """
     wanted = sorted(set(slices))
     counters: dict[str, Counter[str]] = {label: Counter() for label in wanted}
-    keyed = [
-        (label, [component.partition("=")[::2] for component in slice_components(label)])
-        for label in wanted
-    ]
+    keyed = [(label, SliceIdentity.decode(label).pairs) for label in wanted]
     for chunk in event_frames:
         if chunk.empty:
             continue
@@ -54,10 +49,8 @@ def top_missing_requirements(
             texts = set(_as_list(missing))
             if not texts:
                 continue
-            for label, components in keyed:
-                if label == ALL_SLICE or all(
-                    metadata_value(metadata, key) == value for key, value in components
-                ):
+            for label, pairs in keyed:
+                if all(metadata_value(metadata, key) == value for key, value in pairs):
                     counters[label].update(texts)
     return {
         label: sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:limit]

@@ -17,6 +17,7 @@ from urllib.parse import quote
 from seer_metrics.rules import CheckOutcome, outcome_summary
 from seer_metrics.rules.wording import escalation_note, recovery_note
 from seer_metrics.slices.groups import ALL_SLICE
+from seer_metrics.slices.identity import display_label
 from seer_metrics.text.redaction import shorten
 from seer_pipelines.alerts.outbox import Alert
 
@@ -128,7 +129,8 @@ def still_open_line(carried: Sequence[Alert]) -> str:
     items = []
     for alert in sorted(carried, key=lambda a: (a.rule, a.slice)):
         since = (alert.payload.get("incident") or {}).get("opened_on") or "?"
-        items.append(f"`{escape_mrkdwn(alert.rule)}` on {escape_mrkdwn(alert.slice)} since {since}")
+        shown = escape_mrkdwn(display_label(alert.slice))
+        items.append(f"`{escape_mrkdwn(alert.rule)}` on {shown} since {since}")
     return "Still open (no new page): " + "; ".join(items)
 
 
@@ -161,7 +163,7 @@ def build_check_message(
         slack_link(run_url(dagster_url, run_id), f"Dagster run {run_id[:8]}") if run_id else "n/a"
     )
     plural = "s" if len(alerts) != 1 else ""
-    slice_names = ", ".join(f"*{escape_mrkdwn(label)}*" for label in slices[:8])
+    slice_names = ", ".join(f"*{escape_mrkdwn(display_label(label))}*" for label in slices[:8])
     if len(slices) > 8:
         slice_names += f" and {len(slices) - 8} more"
     leads = [a for a in alerts if _leads(a) and a.payload.get("headline")]
@@ -179,7 +181,8 @@ def build_check_message(
     for label in slices[:MAX_SLICE_SECTIONS]:
         group = by_slice[label]
         priority = " (high priority)" if group[0].payload.get("high_priority") else ""
-        lines = [f"*{escape_mrkdwn(label)}*{priority}", *(outcome_line(a) for a in group)]
+        shown = escape_mrkdwn(display_label(label))
+        lines = [f"*{shown}*{priority}", *(outcome_line(a) for a in group)]
         blocks.append(section("\n".join(lines)))
         slice_examples = examples.get(label)
         if slice_examples:
@@ -187,7 +190,7 @@ def build_check_message(
                 f"“{escape_mrkdwn(shorten(text, 120))}” ({count} {_events(count)})"
                 for text, count in slice_examples
             )
-            blocks.append(context(f"Top missing requirements in {escape_mrkdwn(label)}: {items}"))
+            blocks.append(context(f"Top missing requirements in {shown}: {items}"))
     hidden = len(slices) - MAX_SLICE_SECTIONS
     if hidden > 0:
         blocks.append(section(f"…and {hidden} more failing slices: see the run in Dagster."))
@@ -201,7 +204,8 @@ def build_check_message(
         )
     )
     summary = "; ".join(
-        f"{label}: {', '.join(a.rule for a in by_slice[label])}" for label in slices[:4]
+        f"{display_label(label)}: {', '.join(a.rule for a in by_slice[label])}"
+        for label in slices[:4]
     )
     more = f"; and {len(slices) - 4} more slices" if len(slices) > 4 else ""
     text = escape_mrkdwn(
@@ -216,7 +220,8 @@ def recovered_line(alert: Alert) -> str:
     payload = alert.payload
     opened, last = payload.get("opened_on", "?"), payload.get("last_failed_on", "?")
     failing = f"failing since {opened}" if opened == last else f"failing {opened} to {last}"
-    line = f"`{escape_mrkdwn(alert.rule)}` on *{escape_mrkdwn(alert.slice)}* ({failing})"
+    shown = escape_mrkdwn(display_label(alert.slice))
+    line = f"`{escape_mrkdwn(alert.rule)}` on *{shown}* ({failing})"
     statistic = payload.get("statistic")
     if statistic and payload.get("last_observed") is not None:
         note = recovery_note(
@@ -236,7 +241,7 @@ def build_recovered_message(alerts: Sequence[Alert]) -> SlackMessage:
     plural = "s" if len(alerts) != 1 else ""
     lines = [f":white_check_mark: *Recovered* on {closed}: {len(alerts)} check{plural}"]
     lines += [f"• {recovered_line(alert)}" for alert in alerts]
-    names = ", ".join(f"{a.rule} on {a.slice}" for a in alerts)
+    names = ", ".join(f"{a.rule} on {display_label(a.slice)}" for a in alerts)
     plain = f"Seer: recovered on {closed}: {names}"
     return SlackMessage(text=escape_mrkdwn(plain), blocks=[section("\n".join(lines))])
 

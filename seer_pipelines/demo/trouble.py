@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any, ClassVar
 
+from seer_metrics.slices.identity import SliceIdentity
+
 DEFAULT_RELEASE_SLICE = {"env": "prod", "feature_flag": "retrieval-v2"}
 BLOATED_CONTEXT_SIZE = 8
 
@@ -62,9 +64,7 @@ class Trouble:
     @property
     def slice_label(self) -> str:
         """The slice as Seer labels it (keys in the order given): `env=prod,feature_flag=...`."""
-        if not self.where:
-            return "all"
-        return ",".join(f"{key}={value}" for key, value in self.where.items())
+        return SliceIdentity(tuple(self.where.items())).label
 
     def first_index(self, first_day: date, total_days: int) -> int:
         """The index of the first day affected in a stream starting on `first_day`."""

@@ -116,11 +116,12 @@ _SLICE_INTEGER_PREFIXES = (*COUNT_COLUMNS, "count_", "prompt_tokens")
 _SLICE_DESCRIPTIONS = {
     "partition_date": "UTC day (the Dagster partition)",
     "slice": "'all', key=value of one metadata key, or of two joined by a comma "
-    "(env=prod,feature_flag=retrieval-v2)",
-    "slice_key": "metadata key of the slice, two joined by a comma for a pair "
-    "('all' for the whole day)",
-    "slice_value": "metadata value of the slice, two joined by a comma for a pair "
-    "('all' for the whole day)",
+    "(env=prod,feature_flag=retrieval-v2); a backslash escapes \\ , = in keys and \\ , "
+    "in values (tenant=acme\\,env=prod)",
+    "slice_key": "metadata key of the slice, two joined by a comma for a pair, each with "
+    "\\ and , escaped ('all' for the whole day)",
+    "slice_value": "metadata value of the slice, two joined by a comma for a pair, each "
+    "with \\ and , escaped ('all' for the whole day)",
     "events": "ingested events (the slice's population)",
     "evaluated": "events with status ok: the judged sample on a sampled day",
     "not_sampled": "events outside the day's sample (not judged)",

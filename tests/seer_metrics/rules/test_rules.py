@@ -807,12 +807,34 @@ PAIR = "env=prod,feature_flag=retrieval-v2"
 
 def test_patterns_match_intersection_slices_by_their_components() -> None:
     assert slice_components(PAIR) == ("env=prod", "feature_flag=retrieval-v2")
-    assert slice_components("tenant=a,b,env=prod") == ("tenant=a,b", "env=prod")
+    assert slice_components("tenant=a\\,b,env=prod") == ("tenant=a\\,b", "env=prod")
     assert slice_matches(PAIR, ["env=prod"])
+    assert slice_matches(PAIR, ["env=prod,feature_flag=retrieval-*"])
+    assert not slice_matches("env=prod", ["env=prod,feature_flag=*"])
+    # a value holding `,env=prod` is one value of one key (its label escapes the comma)
+    assert slice_components("tenant=acme\\,env=prod") == ("tenant=acme\\,env=prod",)
+    assert not slice_matches("tenant=acme\\,env=prod", ["env=prod", "env=*"])
+    assert slice_matches("tenant=acme\\,env=prod", ["tenant=acme\\,*"])
+    assert slice_matches("tenant=acme\\,env=prod", ["tenant=*"])
     assert slice_matches(PAIR, ["feature_flag=retrieval-*"])
     assert slice_matches(PAIR, ["*"])
     assert not slice_matches(PAIR, ["env=staging", "tenant=*", "all"])
     assert not slice_matches("env=production", ["env=prod"])
+
+
+def test_slice_patterns_and_baseline_slices_are_read_with_the_label_codec() -> None:
+    for pattern, reason in (
+        ("env=prod,beta", "the part 'beta' has no '='"),
+        ("k=a\\", "backslash"),
+    ):
+        with pytest.raises(RulesConfigError, match=rf"\.slices: slice pattern .*{reason}"):
+            parse_rules_config({"rules": [{**GOOD_RULE, "slices": [pattern]}]})
+    drop = {**GOOD_RULE, "kind": "drop", "threshold": 0.1}
+    config = parse_rules_config(
+        {"rules": [{**drop, "baseline": {"slice": "tenant=acme\\,env\\=prod"}}]}
+    )
+    # spelled as the slice table spells the one-key slice of tenant `acme,env=prod`
+    assert config.rules[0].baseline.slice == "tenant=acme\\,env=prod"
 
 
 def test_intersections_are_high_priority_inside_prod_and_run_drop_rules_only() -> None:
