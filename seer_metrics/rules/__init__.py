@@ -34,11 +34,10 @@ from seer_metrics.rules.config import (
 )
 from seer_metrics.rules.evaluation import control_false_discoveries, evaluate_rules, failing
 from seer_metrics.rules.explanation import Explanation
+from seer_metrics.rules.incident_day import IncidentChanges, advance_incidents, day_verdicts
 from seer_metrics.rules.incidents import (
     Incident,
-    IncidentChanges,
     Verdict,
-    advance_incidents,
     follow,
     incident_runs,
     open_before,
@@ -126,6 +125,7 @@ __all__ = [
     "best_explanation",
     "control_false_discoveries",
     "daily_spread",
+    "day_verdicts",
     "default_rules",
     "default_rules_text",
     "evaluate_rules",

@@ -24,14 +24,8 @@ import sqlalchemy as sa
 
 from seer_metrics.rules import CheckOutcome, as_date
 from seer_metrics.rules.breakage import baseline_exclusions
-from seer_metrics.rules.incidents import (
-    Incident,
-    IncidentChanges,
-    Verdict,
-    advance_incidents,
-    incident_runs,
-    open_before,
-)
+from seer_metrics.rules.incident_day import IncidentChanges, advance_incidents, day_verdicts
+from seer_metrics.rules.incidents import Incident, Verdict, incident_runs, open_before
 from seer_metrics.rules.model import DEFAULT_CLOSE_AFTER_PASSES, RulesConfig
 from seer_pipelines.warehouse.schema import incidents_table, verdicts_table
 from seer_pipelines.warehouse.writer import add_missing_columns, utc_now
@@ -142,7 +136,7 @@ class IncidentStore:
         self, connection: sa.Connection, day: date, outcomes: Sequence[CheckOutcome]
     ) -> None:
         table = self.verdicts
-        decided = [v for v in map(Verdict.of, outcomes) if v is not None]
+        decided = day_verdicts(outcomes)
         now = utc_now()
         for verdict in decided:  # a verdict replaces the day's earlier one; others stay
             connection.execute(

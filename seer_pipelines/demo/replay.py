@@ -17,12 +17,8 @@ import pandas as pd
 
 from seer_metrics.rules import CheckOutcome, RulesConfig, as_date, evaluate_rules
 from seer_metrics.rules.breakage import baseline_exclusions
-from seer_metrics.rules.incidents import (
-    Incident,
-    IncidentChanges,
-    Verdict,
-    advance_incidents,
-)
+from seer_metrics.rules.incident_day import IncidentChanges, advance_incidents
+from seer_metrics.rules.incidents import Incident, Verdict
 
 
 @dataclass(frozen=True)
