@@ -21,6 +21,7 @@ from seer_metrics.rules import (
     advance_incidents,
     alert_order,
     benjamini_hochberg,
+    day_verdicts,
     default_rules_text,
     evaluate_rules,
     failing,
@@ -662,6 +663,31 @@ def test_a_level_its_parent_already_breaches_opens_without_a_page() -> None:
         [], [change("2026-11-21", "fail", "all"), change("2026-11-21", "fail", "tenant=t3")]
     )
     assert {p.slice for p in drops.pages} == {"all", "tenant=t3"}
+
+
+def test_a_change_does_not_recover_while_a_narrower_slice_still_fails() -> None:
+    """tenant=acme passes its drop test while env=prod,tenant=acme still fails it: the
+    breakage is diluted in the wider slice, not gone. Its pass is held, and stored so."""
+    opened = advance_incidents([], [change("2026-11-20", "fail", "tenant=acme")])
+    day = [
+        change("2026-11-21", "pass", "tenant=acme"),
+        change("2026-11-21", "fail", "env=prod,tenant=acme"),
+        change("2026-11-21", "pass", "env=prod"),  # holds env=prod,tenant=acme too
+        change("2026-11-21", "pass", "feature_flag=retrieval-v1"),  # no narrower failure
+    ]
+    held = advance_incidents(opened.still_open, day, close_after_passes=1)
+    assert held.closed == ()
+    assert [i.slice for i in held.carried if i.rule == "f1_drop"] == ["tenant=acme"]
+    statuses = {v.slice: v.status for v in day_verdicts(day)}
+    assert statuses == {
+        "tenant=acme": "inconclusive",
+        "env=prod,tenant=acme": "fail",
+        "env=prod": "pass",
+    }
+    # once the narrower slice passes too, the pass counts
+    later = [change("2026-11-22", "pass", s) for s in ("tenant=acme", "env=prod,tenant=acme")]
+    closed = advance_incidents(held.still_open, later, close_after_passes=1)
+    assert {i.slice for i in closed.closed} == {"tenant=acme", "env=prod,tenant=acme"}
 
 
 def _follow_days(statuses: str, close_after_passes: int = 3):
