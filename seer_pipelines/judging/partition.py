@@ -354,7 +354,13 @@ def judge_day(
         # cannot spend another whole cap on the events the first one left out.
         as_of = first_judged_at(warehouse.get_engine(), warehouse.resolved_schema(), day)
         gate = BudgetGate(
-            limits.budget, judge.store, judge.model, judge.prompt_version, price, as_of=as_of
+            limits.budget,
+            judge.store,
+            judge.model,
+            judge.prompt_version,
+            price,
+            as_of=as_of,
+            paid=limits.paid,
         )
     day_limits = DayLimits(limits, gate)
     summary = judge_partition(

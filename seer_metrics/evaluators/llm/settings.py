@@ -9,6 +9,7 @@ call's usage is priced with, extended through `SEER_LLM_PRICES`.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -31,8 +32,28 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+def is_price(price: object) -> bool:
+    """Whether `price` is (input_per_1M, output_per_1M): two finite numbers >= 0.
+
+    NaN or infinity would make every cost NaN or infinite, and a budget compares nothing
+    against NaN: a non-finite price would switch the budget off, so it is refused.
+    """
+    return (
+        isinstance(price, list | tuple)
+        and len(price) == 2
+        and all(
+            isinstance(part, int | float)
+            and not isinstance(part, bool)
+            and math.isfinite(part)
+            and part >= 0
+            for part in price
+        )
+    )
+
+
 def parse_prices(text: str, where: str) -> dict[str, tuple[float, float]]:
-    """`{"model": [input_per_1M, output_per_1M], ...}` as JSON, e.g. from SEER_LLM_PRICES."""
+    """`{"model": [input_per_1M, output_per_1M], ...}` as JSON, e.g. from SEER_LLM_PRICES;
+    every price two finite numbers >= 0 (JSON's NaN and Infinity are refused)."""
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as error:
@@ -41,14 +62,10 @@ def parse_prices(text: str, where: str) -> dict[str, tuple[float, float]]:
         raise ValueError(f"{where} must be a JSON object of model -> [input, output] prices")
     prices: dict[str, tuple[float, float]] = {}
     for model, price in raw.items():
-        if (
-            not isinstance(price, list)
-            or len(price) != 2
-            or not all(isinstance(p, int | float) and not isinstance(p, bool) for p in price)
-        ):
+        if not isinstance(price, list) or not is_price(price):
             raise ValueError(
                 f"{where}: price of {model!r} must be [input_per_1M, output_per_1M] in USD, "
-                f"got {price!r}"
+                f"two finite numbers >= 0, got {json.dumps(price)}"
             )
         prices[model] = (float(price[0]), float(price[1]))
     return prices
@@ -113,10 +130,10 @@ class LLMSettings:
                 f"got {self.rate_limit_headroom!r}"
             )
         for model, price in self.prices.items():
-            if len(price) != 2 or any(p < 0 for p in price):
+            if not is_price(price):
                 raise ValueError(
-                    f"LLM price of {model!r} must be (input_per_1M, output_per_1M) >= 0, "
-                    f"got {price!r}"
+                    f"LLM price of {model!r} (LLMSettings prices, SEER_LLM_PRICES) must be "
+                    f"(input_per_1M, output_per_1M), two finite numbers >= 0, got {price!r}"
                 )
 
     @classmethod
