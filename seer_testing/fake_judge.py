@@ -211,6 +211,9 @@ class FakeJudgeServer(LocalFake):
         self.retry_after_seconds = retry_after_seconds
         self.hang_seconds = hang_seconds
         self.record_bodies = record_bodies
+        # Fields that replace those of every reply's `usage` block (a hostile or broken
+        # endpoint: negative, huge or non-numeric token counts).
+        self.reported_usage: dict[str, Any] = {}
         self.requests: list[RecordedRequest] = []
         self._injections: list[_Injection] = []
         self._accepted: collections.deque[float] = collections.deque()
@@ -413,6 +416,7 @@ class FakeJudgeServer(LocalFake):
         if self.tokens_per_second:
             generated = reply["usage"]["completion_tokens"]
             self._stopping.wait(generated / self.tokens_per_second)
+        reply["usage"].update(self.reported_usage)
         self._record(parsed, 200, fault, body)
         return 200, {}, reply, self.trickle_seconds if fault == "trickle" else None
 

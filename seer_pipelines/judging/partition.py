@@ -73,6 +73,8 @@ class JudgingSummary:
     chunks: int = 0
     not_sampled: int = 0
     skipped_budget: int = 0
+    usage_estimated: int = 0  # events whose endpoint reported no usable token count
+    usage_example: str | None = None
     invalid_reasons: dict[str, int] = field(default_factory=dict)
     error_reasons: dict[str, int] = field(default_factory=dict)
     error_example: str | None = None
@@ -108,6 +110,7 @@ class JudgingSummary:
             "chunks": self.chunks,
             "not_sampled": self.not_sampled,
             "skipped_budget": self.skipped_budget,
+            "usage_estimated": self.usage_estimated,
             "invalid_reasons": MetadataValue.json(self.invalid_reasons),
             "error_reasons": MetadataValue.json(self.error_reasons),
         }
@@ -213,6 +216,9 @@ async def _judge_partition(
                 summary.prompt_tokens += int(outcome.usage.prompt_tokens)
                 summary.completion_tokens += int(outcome.usage.completion_tokens)
                 summary.cost_usd += float(outcome.usage.cost_usd)
+                if outcome.usage.note is not None:
+                    summary.usage_estimated += 1
+                    summary.usage_example = summary.usage_example or outcome.usage.note
                 if row["status"] == "error":
                     code = _reason_code(row["reason"])
                     summary.error_reasons[code] = summary.error_reasons.get(code, 0) + 1
@@ -380,6 +386,12 @@ def judge_day(
         context.log.warning(
             f"{day}: the budget ({limits.budget.describe()}) stopped the judging: "
             f"{summary.skipped_budget} events are stored as skipped_budget, unjudged"
+        )
+    if summary.usage_estimated:
+        context.log.warning(
+            f"{day}: for {summary.usage_estimated} events the endpoint reported a token count "
+            f"that is no count, e.g. {summary.usage_example!r}; their tokens and cost are the "
+            "requests' estimates (the reason column of seer_judgments says so)"
         )
     unplaced = warehouse.count_unplaced_events()
     if unplaced:
