@@ -207,6 +207,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     def value(name: str) -> str | None:
         return _value(env, name)
 
+    _register_secrets(env)
     _check_llm_settings(env)
     return Settings(
         warehouse_url=value("SEER_WAREHOUSE_URL"),
@@ -239,6 +240,17 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             name for name, variable in VARIABLES.items() if variable.secret and value(name)
         ),
     )
+
+
+def _register_secrets(env: Mapping[str, str]) -> None:
+    """Hide the secret variables' values, and the warehouse URL's password, in every error
+    text of this process (`redact_secrets`): an endpoint may echo a key in its error."""
+    from seer_metrics.text.redaction import register_secret, register_url_secrets
+
+    for name, variable in VARIABLES.items():
+        if variable.secret:
+            register_secret(_value(env, name))
+    register_url_secrets(_value(env, "SEER_WAREHOUSE_URL"))
 
 
 def _start_date(configured: str | None) -> date:

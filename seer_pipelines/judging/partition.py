@@ -28,6 +28,7 @@ from seer_metrics.evaluators.caching import CachingEvaluator
 from seer_metrics.events import SKIPPED_BUDGET, InvalidEventError, RetrievalEvent
 from seer_metrics.judgment_store import JudgmentStore
 from seer_metrics.rows import first_by_event_ts, invalid_row, judged_row
+from seer_metrics.text.redaction import redact_secrets
 from seer_pipelines.defs.assets.metadata_display import display_metadata
 from seer_pipelines.defs.assets.table_schemas import table_metadata
 from seer_pipelines.defs.partitions import partition_day
@@ -148,12 +149,14 @@ def check_error_share(
     endpoint = getattr(evaluator, "endpoint", None) or "the evaluator"
     example = (summary.error_example or "")[:200]
     raise JudgeFailingError(
-        f"judge failing on {day}: {errors} of {summary.evaluated} judged events "
-        f"({share:.0%}) ended in error, above the {max_error_share:.0%} limit; most common "
-        f"cause {code} ({count} events), e.g. {example!r}; endpoint {endpoint}, "
-        f"evaluator {evaluator.name} model {evaluator.model}. The day's previous rows are "
-        "kept; judgments already made are cached, so re-running the partition once the "
-        "judge answers again pays only for the rest."
+        redact_secrets(
+            f"judge failing on {day}: {errors} of {summary.evaluated} judged events "
+            f"({share:.0%}) ended in error, above the {max_error_share:.0%} limit; most common "
+            f"cause {code} ({count} events), e.g. {example!r}; endpoint {endpoint}, "
+            f"evaluator {evaluator.name} model {evaluator.model}. The day's previous rows are "
+            "kept; judgments already made are cached, so re-running the partition once the "
+            "judge answers again pays only for the rest."
+        )
     )
 
 

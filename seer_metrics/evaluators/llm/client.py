@@ -289,7 +289,7 @@ class Connection:
                         detail += self._too_slow(max_completion_tokens)
                         break
                 else:
-                    code, detail = API_ERROR, f"connection failed: {error}"
+                    code, detail = API_ERROR, f"connection failed: {shorten(str(error))}"
             except openai.RateLimitError as error:
                 sent += 1
                 code, detail = RATE_LIMITED, "HTTP 429 from the endpoint"

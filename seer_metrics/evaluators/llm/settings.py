@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from seer_metrics.evaluators.base import TokenUsage
+from seer_metrics.text.redaction import register_secret
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"  # the SDK's, when neither setting nor env
@@ -129,6 +130,7 @@ class LLMSettings:
                 f"LLM setting 'rate_limit_headroom' must be in [0, 1), "
                 f"got {self.rate_limit_headroom!r}"
             )
+        register_secret(self.api_key)  # hidden in every error text from now on
         for model, price in self.prices.items():
             if not is_price(price):
                 raise ValueError(
