@@ -115,7 +115,10 @@ def judged_row(
         "event_id": event.event_id,
         "event_ts": event.event_ts,
         "status": "ok" if ok else "error",
-        "reason": None if ok else (outcome.reason or "evaluator_error: no reason given"),
+        # An ok row's reason is why its usage is an estimate (the endpoint's was odd).
+        "reason": outcome.usage.note
+        if ok
+        else (outcome.reason or "evaluator_error: no reason given"),
         "judgment_key": judgment_key(event, evaluator.model, evaluator.prompt_version),
         "judgment": judgment.to_dict() if judgment is not None else None,
         "ranked_context": [[item.id, item.position] for item in event.context],

@@ -14,6 +14,7 @@ Secrets (the OpenAI key, the Slack token) reach the resources as Dagster `EnvVar
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import date, time
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from dagster import EnvVar
@@ -207,11 +209,15 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     def value(name: str) -> str | None:
         return _value(env, name)
 
+    _register_secrets(env)
     _check_llm_settings(env)
+    for name in ("OPENAI_BASE_URL", "SEER_SLACK_API_URL", "SEER_DAGSTER_URL"):
+        _check_http_url(name, value(name))
     return Settings(
-        warehouse_url=value("SEER_WAREHOUSE_URL"),
-        warehouse_schema=value("SEER_WAREHOUSE_SCHEMA"),
-        events_table=value("SEER_EVENTS_TABLE") or DEFAULT_EVENTS_TABLE,
+        warehouse_url=_warehouse_url(value("SEER_WAREHOUSE_URL")),
+        warehouse_schema=_identifier("SEER_WAREHOUSE_SCHEMA", value("SEER_WAREHOUSE_SCHEMA")),
+        events_table=_identifier("SEER_EVENTS_TABLE", value("SEER_EVENTS_TABLE"))
+        or DEFAULT_EVENTS_TABLE,
         start_date=_start_date(value("SEER_START_DATE")),
         schedule_hour_utc=_schedule_hour(value("SEER_SCHEDULE_HOUR_UTC")),
         slice_keys=tuple(comma_separated(value("SEER_SLICE_KEYS"))) or DEFAULT_SLICE_KEYS,
@@ -220,18 +226,18 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         evaluator_model=value("SEER_EVALUATOR_MODEL"),
         llm_mode=_choice("SEER_LLM_MODE", value("SEER_LLM_MODE"), LLM_MODES),
         openai_base_url=value("OPENAI_BASE_URL"),
-        sample_size=_number("SEER_SAMPLE_SIZE", value("SEER_SAMPLE_SIZE"), int),
-        sample_minimum_per_slice=_number(
-            "SEER_SAMPLE_MIN_PER_SLICE", value("SEER_SAMPLE_MIN_PER_SLICE"), int
+        sample_size=_at_least("SEER_SAMPLE_SIZE", value("SEER_SAMPLE_SIZE"), int, 1),
+        sample_minimum_per_slice=_at_least(
+            "SEER_SAMPLE_MIN_PER_SLICE", value("SEER_SAMPLE_MIN_PER_SLICE"), int, 0
         ),
-        budget_usd=_number("SEER_BUDGET_USD", value("SEER_BUDGET_USD"), float),
-        budget_tokens=_number("SEER_BUDGET_TOKENS", value("SEER_BUDGET_TOKENS"), int),
+        budget_usd=_at_least("SEER_BUDGET_USD", value("SEER_BUDGET_USD"), float, 0),
+        budget_tokens=_at_least("SEER_BUDGET_TOKENS", value("SEER_BUDGET_TOKENS"), int, 0),
         slack_channel=value("SEER_SLACK_CHANNEL"),
         slack_api_url=value("SEER_SLACK_API_URL"),
         dagster_url=value("SEER_DAGSTER_URL"),
         rules_file=_rules_file(value("SEER_RULES_FILE")),
         freshness_deadline=parse_deadline(value("SEER_FRESHNESS_DEADLINE")),
-        asset_owners=tuple(comma_separated(value("SEER_ASSET_OWNERS"))),
+        asset_owners=_owners(value("SEER_ASSET_OWNERS")),
         asset_tags=_tags(value("SEER_ASSET_TAGS")),
         tiktoken_cache_dir=value("TIKTOKEN_CACHE_DIR") or value("DATA_GYM_CACHE_DIR"),
         dagster_home=value("DAGSTER_HOME"),
@@ -239,6 +245,86 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             name for name, variable in VARIABLES.items() if variable.secret and value(name)
         ),
     )
+
+
+def _register_secrets(env: Mapping[str, str]) -> None:
+    """Hide the secret variables' values, and the warehouse URL's password, in every error
+    text of this process (`redact_secrets`): an endpoint may echo a key in its error."""
+    from seer_metrics.text.redaction import register_secret, register_url_secrets
+
+    for name, variable in VARIABLES.items():
+        if variable.secret:
+            register_secret(_value(env, name))
+    register_url_secrets(_value(env, "SEER_WAREHOUSE_URL"))
+
+
+def _at_least(
+    name: str, text: str | None, kind: type[int] | type[float], minimum: int
+) -> int | float | None:
+    """A finite number >= `minimum` (a budget, a sample size); None when unset."""
+    number = _number(name, text, kind)
+    if number is not None and not (math.isfinite(number) and number >= minimum):
+        what = "a whole number" if kind is int else "a finite number"
+        raise SettingsError(f"{name} must be {what} >= {minimum}, got {text!r}")
+    return number
+
+
+def _warehouse_url(configured: str | None) -> str | None:
+    """A SQLAlchemy URL of a dialect SQLAlchemy has (or a SQLite file's path)."""
+    if configured is None:
+        return None
+    from sqlalchemy.engine import make_url
+
+    from seer_metrics.text.redaction import redact_secrets, redact_url
+    from seer_pipelines.warehouse.engine import location_url
+
+    url = location_url(configured)
+    try:
+        sa_url = make_url(url)
+        sa_url.get_dialect()
+    except Exception as error:
+        problem = redact_secrets(f"{type(error).__name__}: {error}")
+        raise SettingsError(
+            f"SEER_WAREHOUSE_URL is not a usable SQLAlchemy URL: {redact_url(url)} ({problem})"
+        ) from None
+    return configured
+
+
+def _identifier(name: str, configured: str | None) -> str | None:
+    """A plain SQL identifier (no quote, dot or space can reach a statement)."""
+    if configured is None:
+        return None
+    from seer_pipelines.warehouse.engine import WarehouseConfigError, validate_identifier
+
+    try:
+        return validate_identifier(configured, name)
+    except WarehouseConfigError as error:
+        raise SettingsError(str(error)) from None
+
+
+def _check_http_url(name: str, configured: str | None) -> None:
+    if configured is None:
+        return
+    from seer_metrics.text.redaction import redact_secrets
+
+    parts = urlsplit(configured)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise SettingsError(
+            f"{name} must be an http:// or https:// URL, got {redact_secrets(configured)!r}"
+        )
+
+
+def _owners(configured: str | None) -> tuple[str, ...]:
+    """Emails or `team:name`, as Dagster takes asset owners."""
+    owners = tuple(comma_separated(configured))
+    if owners:
+        from dagster import AssetSpec
+
+        try:
+            AssetSpec("seer_settings_check", owners=list(owners))
+        except Exception as error:
+            raise SettingsError(f"SEER_ASSET_OWNERS: {error}") from None
+    return owners
 
 
 def _start_date(configured: str | None) -> date:
@@ -309,6 +395,13 @@ def _tags(configured: str | None) -> dict[str, str]:
         if not key.strip():
             raise SettingsError(f"SEER_ASSET_TAGS: {item!r} has no key (key=value or key)")
         tags[key.strip()] = tag_value.strip()
+    if tags:
+        from dagster import AssetSpec
+
+        try:
+            AssetSpec("seer_settings_check", tags=tags)
+        except Exception as error:
+            raise SettingsError(f"SEER_ASSET_TAGS: {error}") from None
     return tags
 
 

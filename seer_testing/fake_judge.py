@@ -77,6 +77,7 @@ FAULTS = frozenset(
         "loop",  # repeats itself until the cap read (or its context), finish_reason "length"
         "trickle",  # the answer is sent one byte every `trickle_seconds`
         "fenced",  # the JSON comes inside a markdown code fence
+        "unauthorized_echo",  # 401 whose body quotes the request's API key, whole
     }
 ) | frozenset(STATUS_FAULTS)
 
@@ -211,6 +212,9 @@ class FakeJudgeServer(LocalFake):
         self.retry_after_seconds = retry_after_seconds
         self.hang_seconds = hang_seconds
         self.record_bodies = record_bodies
+        # Fields that replace those of every reply's `usage` block (a hostile or broken
+        # endpoint: negative, huge or non-numeric token counts).
+        self.reported_usage: dict[str, Any] = {}
         self.requests: list[RecordedRequest] = []
         self._injections: list[_Injection] = []
         self._accepted: collections.deque[float] = collections.deque()
@@ -340,9 +344,11 @@ class FakeJudgeServer(LocalFake):
         return status, headers, payload
 
     def respond(
-        self, body: dict[str, Any]
+        self, body: dict[str, Any], api_key: str | None = None
     ) -> tuple[int, dict[str, str], dict[str, Any], float | None]:
-        """`handle`, and the seconds between the bytes of a trickled answer (else None)."""
+        """`handle`, and the seconds between the bytes of a trickled answer (else None).
+
+        `api_key` is the request's bearer token (quoted by `unauthorized_echo`)."""
         refused = refusal(self.dialect, body)
         if refused is not None:
             try:
@@ -381,6 +387,10 @@ class FakeJudgeServer(LocalFake):
             status, payload = STATUS_FAULTS[fault]
             self._record(parsed, status, fault, body)
             return status, {}, payload, None
+        if fault == "unauthorized_echo":  # a server that quotes what it was sent
+            self._record(parsed, 401, fault, body)
+            message = f"Incorrect API key provided: {api_key}. Check the key of the deployment."
+            return 401, {}, error_body(message, "invalid_request_error"), None
         if fault == "hang":
             self._stopping.wait(self.hang_seconds)
         if self.latency_seconds > 0:
@@ -413,6 +423,7 @@ class FakeJudgeServer(LocalFake):
         if self.tokens_per_second:
             generated = reply["usage"]["completion_tokens"]
             self._stopping.wait(generated / self.tokens_per_second)
+        reply["usage"].update(self.reported_usage)
         self._record(parsed, 200, fault, body)
         return 200, {}, reply, self.trickle_seconds if fault == "trickle" else None
 
@@ -482,7 +493,10 @@ class JudgeHandler(JSONHandler):
         except json.JSONDecodeError:
             self.send_json(400, {}, error_body("body is not JSON", "invalid_request_error"))
             return
-        status, headers, payload, trickle = self.judge.respond(body)
+        authorization = self.headers.get("Authorization") or ""
+        status, headers, payload, trickle = self.judge.respond(
+            body, authorization.removeprefix("Bearer ")
+        )
         if trickle is None:
             self.send_json(status, headers, payload)
         else:

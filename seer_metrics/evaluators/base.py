@@ -12,15 +12,20 @@ from seer_metrics.judgment import Judgment
 
 @dataclass(frozen=True)
 class TokenUsage:
+    """Tokens and cost of calls. `note` says why the figures are an estimate rather than
+    what the endpoint reported (its usage was not a usable count); None when they are."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    note: str | None = None
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.cost_usd + other.cost_usd,
+            self.note or other.note,
         )
 
     @property

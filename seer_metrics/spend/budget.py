@@ -17,6 +17,14 @@ class BudgetConfigError(ValueError):
     """A budget that cannot be used; the message names the setting."""
 
 
+class UnknownCostError(BudgetConfigError):
+    """A USD budget is set but a cost cannot be known (no price, or a non-finite one).
+
+    Raised rather than counting the cost as 0 or NaN: either would let every event
+    through, a budget switched off without a word.
+    """
+
+
 @dataclass(frozen=True)
 class Budget:
     """Caps on one partition's judging spend: USD and tokens (None: no cap)."""
@@ -25,11 +33,22 @@ class Budget:
     tokens: int | None = None
 
     def __post_init__(self) -> None:
-        if self.usd is not None and (math.isnan(self.usd) or self.usd < 0):
-            raise BudgetConfigError(f"budget in USD must be a number >= 0, not {self.usd!r}")
-        if self.tokens is not None and (isinstance(self.tokens, bool) or self.tokens < 0):
+        usd = self.usd
+        if usd is not None and (
+            isinstance(usd, bool)
+            or not isinstance(usd, int | float)
+            or not math.isfinite(usd)
+            or usd < 0
+        ):
             raise BudgetConfigError(
-                f"token budget must be a whole number >= 0, not {self.tokens!r}"
+                f"SEER_BUDGET_USD (budget_usd) must be a finite number >= 0, not {usd!r}"
+            )
+        tokens = self.tokens
+        if tokens is not None and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
+        ):
+            raise BudgetConfigError(
+                f"SEER_BUDGET_TOKENS (budget_tokens) must be a whole number >= 0, not {tokens!r}"
             )
 
     @property
@@ -64,8 +83,16 @@ class BudgetTracker:
         """Whether an event whose calls are projected to cost this is judged.
 
         A free event (its judgment is cached) is always judged; once one event did not
-        fit, no other paid one is, so the events judged are the day's first ones.
+        fit, no other paid one is, so the events judged are the day's first ones. A
+        projected cost that is not a finite number under a USD cap raises
+        `UnknownCostError`: compared with NaN, every event would fit.
         """
+        if self.budget.usd is not None and not _finite(projected_usd):
+            raise UnknownCostError(
+                f"the projected cost of an event is {projected_usd!r}, not a number, so "
+                f"SEER_BUDGET_USD ({self.budget.describe()}) cannot be held; check the "
+                "judge's price (SEER_LLM_PRICES)"
+            )
         if projected_usd <= 0 and projected_tokens <= 0:
             return True
         if self.stopped:
@@ -84,7 +111,16 @@ class BudgetTracker:
 
     def settle(self, spent_usd: float, spent_tokens: int) -> None:
         """Replace the batch's projections by what its calls actually cost."""
+        if self.budget.usd is not None and not _finite(spent_usd):
+            raise UnknownCostError(
+                f"the judge reported a spend of {spent_usd!r}, not a number, so "
+                f"SEER_BUDGET_USD ({self.budget.describe()}) cannot be held"
+            )
         self.spent_usd += spent_usd
         self.spent_tokens += spent_tokens
         self.reserved_usd = 0.0
         self.reserved_tokens = 0
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

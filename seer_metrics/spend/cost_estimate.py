@@ -32,6 +32,7 @@ from seer_metrics.evaluators.llm.prompts import (
     response_format,
     support_messages,
 )
+from seer_metrics.evaluators.llm.settings import is_price
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment_store import normalise_text
 
@@ -139,7 +140,8 @@ class CostEstimate:
 def _cost(
     prompt_tokens: int, completion_tokens: int, price: tuple[float, float] | None
 ) -> float | None:
-    if price is None:
+    """USD at `price`; None (unknown, never NaN) without a usable price."""
+    if not is_price(price):
         return None
     return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
 

@@ -48,13 +48,14 @@ class SamplingSettings:
             raise SamplingConfigError("set either a sample size or a sample rate, not both")
         if self.target is not None and (isinstance(self.target, bool) or self.target < 1):
             raise SamplingConfigError(
-                f"sample size must be a whole number >= 1, not {self.target!r}"
+                f"SEER_SAMPLE_SIZE (sample size) must be a whole number >= 1, not {self.target!r}"
             )
         if self.rate is not None and not 0.0 < self.rate <= 1.0:
             raise SamplingConfigError(f"sample rate must be in (0, 1], not {self.rate!r}")
         if self.minimum_per_stratum < 0:
             raise SamplingConfigError(
-                f"minimum per slice must be >= 0, not {self.minimum_per_stratum!r}"
+                "SEER_SAMPLE_MIN_PER_SLICE (minimum per slice) must be >= 0, "
+                f"not {self.minimum_per_stratum!r}"
             )
         if not self.key:
             raise SamplingConfigError("the sampling key must not be empty")

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from seer_metrics.events import finite_json
 from seer_metrics.rules import CheckOutcome, as_date
 from seer_metrics.rules.incidents import Incident
-from seer_metrics.text.redaction import shorten
+from seer_metrics.text.redaction import redact_secrets, shorten
 from seer_pipelines.alerts.incident_store import DayIncidents
 from seer_pipelines.warehouse.schema import alerts_table
 from seer_pipelines.warehouse.writer import utc_now
@@ -373,7 +373,7 @@ class AlertOutbox:
                     .where(table.c.id == alert.id, table.c.fingerprint == alert.fingerprint)
                     .values(
                         attempts=table.c.attempts + 1,
-                        last_error=shorten(error, 1000),
+                        last_error=shorten(redact_secrets(error), 1000),
                         next_attempt_at=next_attempt,
                         updated_at=now,
                     )

@@ -9,6 +9,7 @@ from typing import Any
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from seer_metrics.text.redaction import redact_secrets, register_secret
 from seer_pipelines.alerts.message import DEFAULT_DAGSTER_URL, SlackMessage, render_console
 from seer_pipelines.settings import setting
 
@@ -21,7 +22,7 @@ class AlertDeliveryError(RuntimeError):
     """Slack did not take the message; `retry_after_seconds` when it said so."""
 
     def __init__(self, message: str, retry_after_seconds: float | None = None) -> None:
-        super().__init__(message)
+        super().__init__(redact_secrets(message))  # Slack's answer may echo the token
         self.retry_after_seconds = retry_after_seconds
 
 
@@ -84,6 +85,7 @@ class SlackAlertResource(ConfigurableResource):
     def client(self) -> Any:
         from slack_sdk import WebClient
 
+        register_secret(self.resolved_token())  # hidden in every error text from now on
         return WebClient(
             token=self.resolved_token(),
             base_url=self.resolved_api_url(),

@@ -36,6 +36,7 @@ from seer_pipelines.defs.resources.evaluator import EvaluatorResource
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.judging.day_plan import BudgetGate, JudgingLimits, day_valid_events
 from seer_pipelines.warehouse.schema import batches_table
+from seer_pipelines.warehouse.writer import widen_big_integer_columns
 
 
 class BatchLedger:
@@ -45,6 +46,7 @@ class BatchLedger:
         self.engine = engine
         self.table = batches_table(schema)
         self.table.metadata.create_all(engine, tables=[self.table], checkfirst=True)
+        widen_big_integer_columns(engine, self.table)  # token counts of earlier versions
 
     def records(self, day: date) -> list[BatchRecord]:
         """The day's batches, in the order they were submitted."""

@@ -18,11 +18,12 @@ from typing import Any
 from dagster import MetadataValue
 
 from seer_metrics.evaluators.base import Evaluator
+from seer_metrics.evaluators.llm.settings import is_price
 from seer_metrics.events import SKIPPED_BUDGET, InvalidEventError, RetrievalEvent
 from seer_metrics.judgment_store import JudgmentStore, judgment_key, requirements_key
 from seer_metrics.rows import unjudged_row
 from seer_metrics.slices import DEFAULT_SLICE_KEYS, event_stratum
-from seer_metrics.spend.budget import Budget, BudgetTracker
+from seer_metrics.spend.budget import Budget, BudgetTracker, UnknownCostError
 from seer_metrics.spend.cost_estimate import (
     REQUIREMENTS_COMPLETION_TOKENS,
     SUPPORT_COMPLETION_TOKENS,
@@ -182,6 +183,10 @@ class BudgetGate:
     submission): what the day's own batches answered since still counts at its projected
     cost, so every run of the day draws the line at the same event and a finished day
     re-runs without a call; the projections, not the spend, are then what the cap holds.
+
+    A USD cap on a paid judge whose model has no price (or a non-finite one) raises
+    `UnknownCostError` before any call: its projections would all be 0 (or NaN), and the
+    cap would hold nothing. `paid=False` (the offline judge) costs nothing.
     """
 
     def __init__(
@@ -192,7 +197,18 @@ class BudgetGate:
         prompt_version: str,
         price: tuple[float, float] | None,
         as_of: datetime | None = None,
+        *,
+        paid: bool = True,
     ) -> None:
+        if paid and budget.usd is not None and not is_price(price):
+            raise UnknownCostError(
+                f"SEER_BUDGET_USD is set ({budget.describe()}) but the judge's model "
+                f"{model!r} has no usable price ({price!r}), so no cost can be projected "
+                "and the budget would hold nothing: add the model to SEER_LLM_PRICES "
+                "(JSON, e.g. '{\"my-model\": [0.15, 0.6]}', USD per 1M input and output "
+                "tokens), or cap it with SEER_BUDGET_TOKENS instead"
+            )
+        self.paid = paid
         self.tracker = BudgetTracker(budget)
         self.store = store
         self.model = model
@@ -241,7 +257,7 @@ class BudgetGate:
         return judge, over
 
     def _cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        if self.price is None:
+        if self.price is None:  # a free judge, or no USD cap (see the class)
             return 0.0
         return (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1_000_000
 

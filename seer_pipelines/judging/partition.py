@@ -28,6 +28,7 @@ from seer_metrics.evaluators.caching import CachingEvaluator
 from seer_metrics.events import SKIPPED_BUDGET, InvalidEventError, RetrievalEvent
 from seer_metrics.judgment_store import JudgmentStore
 from seer_metrics.rows import first_by_event_ts, invalid_row, judged_row
+from seer_metrics.text.redaction import redact_secrets
 from seer_pipelines.defs.assets.metadata_display import display_metadata
 from seer_pipelines.defs.assets.table_schemas import table_metadata
 from seer_pipelines.defs.partitions import partition_day
@@ -73,6 +74,8 @@ class JudgingSummary:
     chunks: int = 0
     not_sampled: int = 0
     skipped_budget: int = 0
+    usage_estimated: int = 0  # events whose endpoint reported no usable token count
+    usage_example: str | None = None
     invalid_reasons: dict[str, int] = field(default_factory=dict)
     error_reasons: dict[str, int] = field(default_factory=dict)
     error_example: str | None = None
@@ -108,6 +111,7 @@ class JudgingSummary:
             "chunks": self.chunks,
             "not_sampled": self.not_sampled,
             "skipped_budget": self.skipped_budget,
+            "usage_estimated": self.usage_estimated,
             "invalid_reasons": MetadataValue.json(self.invalid_reasons),
             "error_reasons": MetadataValue.json(self.error_reasons),
         }
@@ -145,12 +149,14 @@ def check_error_share(
     endpoint = getattr(evaluator, "endpoint", None) or "the evaluator"
     example = (summary.error_example or "")[:200]
     raise JudgeFailingError(
-        f"judge failing on {day}: {errors} of {summary.evaluated} judged events "
-        f"({share:.0%}) ended in error, above the {max_error_share:.0%} limit; most common "
-        f"cause {code} ({count} events), e.g. {example!r}; endpoint {endpoint}, "
-        f"evaluator {evaluator.name} model {evaluator.model}. The day's previous rows are "
-        "kept; judgments already made are cached, so re-running the partition once the "
-        "judge answers again pays only for the rest."
+        redact_secrets(
+            f"judge failing on {day}: {errors} of {summary.evaluated} judged events "
+            f"({share:.0%}) ended in error, above the {max_error_share:.0%} limit; most common "
+            f"cause {code} ({count} events), e.g. {example!r}; endpoint {endpoint}, "
+            f"evaluator {evaluator.name} model {evaluator.model}. The day's previous rows are "
+            "kept; judgments already made are cached, so re-running the partition once the "
+            "judge answers again pays only for the rest."
+        )
     )
 
 
@@ -213,6 +219,9 @@ async def _judge_partition(
                 summary.prompt_tokens += int(outcome.usage.prompt_tokens)
                 summary.completion_tokens += int(outcome.usage.completion_tokens)
                 summary.cost_usd += float(outcome.usage.cost_usd)
+                if outcome.usage.note is not None:
+                    summary.usage_estimated += 1
+                    summary.usage_example = summary.usage_example or outcome.usage.note
                 if row["status"] == "error":
                     code = _reason_code(row["reason"])
                     summary.error_reasons[code] = summary.error_reasons.get(code, 0) + 1
@@ -354,7 +363,13 @@ def judge_day(
         # cannot spend another whole cap on the events the first one left out.
         as_of = first_judged_at(warehouse.get_engine(), warehouse.resolved_schema(), day)
         gate = BudgetGate(
-            limits.budget, judge.store, judge.model, judge.prompt_version, price, as_of=as_of
+            limits.budget,
+            judge.store,
+            judge.model,
+            judge.prompt_version,
+            price,
+            as_of=as_of,
+            paid=limits.paid,
         )
     day_limits = DayLimits(limits, gate)
     summary = judge_partition(
@@ -374,6 +389,12 @@ def judge_day(
         context.log.warning(
             f"{day}: the budget ({limits.budget.describe()}) stopped the judging: "
             f"{summary.skipped_budget} events are stored as skipped_budget, unjudged"
+        )
+    if summary.usage_estimated:
+        context.log.warning(
+            f"{day}: for {summary.usage_estimated} events the endpoint reported a token count "
+            f"that is no count, e.g. {summary.usage_example!r}; their tokens and cost are the "
+            "requests' estimates (the reason column of seer_judgments says so)"
         )
     unplaced = warehouse.count_unplaced_events()
     if unplaced:

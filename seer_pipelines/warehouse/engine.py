@@ -13,7 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from seer_metrics.text.redaction import redact_url
+from seer_metrics.text.redaction import redact_url, register_url_secrets
 
 DEFAULT_WAREHOUSE_PATH = Path(".seer") / "warehouse.sqlite"
 
@@ -70,6 +70,7 @@ def create_warehouse_engine(
     cache) land there. `setting` names the option in errors.
     """
     url = location_url(url)
+    register_url_secrets(url)  # its password is hidden in every error text from now on
     try:
         parsed = sa.engine.make_url(url)
     except Exception as error:

@@ -28,13 +28,16 @@ STAGING_RUN_COLUMN = "staging_run"
 STAGING_SEQUENCE_COLUMN = "staging_seq"
 STAGING_TIME_COLUMN = "staging_at"  # when the writer staged the row (finds stale runs)
 
+# 64-bit: a day's tokens pass 2^31 at about a million events (`integer out of range`).
+TOKENS = sa.BigInteger
+
 # Columns shared by the event-level tables: usage of the model calls made for the event
 # by the materialization that wrote the row (zero when the judgment came from the cache).
 _USAGE_COLUMNS = (
     ("cache_hit", sa.Boolean, "judgment re-used from the cache, no model call"),
     ("model_calls", sa.Integer, "model calls made for this event by this materialization"),
-    ("prompt_tokens", sa.Integer, "prompt tokens spent on this event by this materialization"),
-    ("completion_tokens", sa.Integer, "completion tokens spent by this materialization"),
+    ("prompt_tokens", TOKENS, "prompt tokens spent on this event by this materialization"),
+    ("completion_tokens", TOKENS, "completion tokens spent by this materialization"),
     ("cost_usd", sa.Float, "estimated cost in USD from the evaluator's price table"),
 )
 
@@ -53,7 +56,7 @@ _JUDGMENT_COLUMNS = (
         "ok, invalid (bad row), error (evaluator failed), not_sampled (outside the day's "
         "sample) or skipped_budget (the day's budget was spent first)",
     ),
-    ("reason", sa.Text, "one-line reason for invalid and error rows"),
+    ("reason", sa.Text, "one-line reason for invalid and error rows (ok: usage_estimated)"),
     ("judgment_key", sa.String(64), "content hash of query, context, model and prompt version"),
     ("judgment", sa.JSON, "requirements with supporting passage ids (restricted to the context)"),
     ("ranked_context", sa.JSON, "[passage id, logged position] in ranked order"),
@@ -112,7 +115,7 @@ _DAY_STRATA_COLUMNS = (
     ("sampled", sa.Integer, "events chosen, read and stored in the event-level tables"),
 )
 
-_SLICE_INTEGER_PREFIXES = (*COUNT_COLUMNS, "count_", "prompt_tokens")
+_SLICE_INTEGER_PREFIXES = (*COUNT_COLUMNS, "count_")
 _SLICE_DESCRIPTIONS = {
     "partition_date": "UTC day (the Dagster partition)",
     "slice": "'all', key=value of one metadata key, or of two joined by a comma "
@@ -176,7 +179,9 @@ def _slice_column_type(name: str) -> sa.types.TypeEngine:
         return sa.Date()
     if name in ("slice", "slice_key", "slice_value", "judge"):
         return sa.Text()
-    if name.startswith(_SLICE_INTEGER_PREFIXES) or name in ("completion_tokens", "attempted"):
+    if name in ("prompt_tokens", "completion_tokens"):
+        return TOKENS()
+    if name.startswith(_SLICE_INTEGER_PREFIXES) or name == "attempted":
         return sa.Integer()
     return sa.Float()
 
@@ -376,10 +381,8 @@ def batches_table(schema: str | None = None) -> sa.Table:
         sa.Column("failed", sa.Integer, nullable=False, comment="lines in the error file"),
         sa.Column("stored", sa.Integer, nullable=False, comment="answers that validated"),
         sa.Column("reasons", sa.JSON, nullable=False, comment="lines not stored, by reason"),
-        sa.Column("prompt_tokens", sa.Integer, nullable=False, comment="prompt tokens used"),
-        sa.Column(
-            "completion_tokens", sa.Integer, nullable=False, comment="completion tokens used"
-        ),
+        sa.Column("prompt_tokens", TOKENS, nullable=False, comment="prompt tokens used"),
+        sa.Column("completion_tokens", TOKENS, nullable=False, comment="completion tokens used"),
         sa.Column("cost_usd", sa.Float, nullable=False, comment="at the batch price"),
         sa.Column("submitted_at", sa.DateTime(timezone=True), nullable=False, comment="submitted"),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, comment="last polled"),

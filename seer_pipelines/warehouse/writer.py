@@ -356,9 +356,12 @@ def add_missing_staging_columns(engine: sa.Engine, tables: OutputTables) -> None
 
 def add_missing_columns(engine: sa.Engine, table: sa.Table) -> None:
     """Add to `table` in the database the nullable columns an earlier Seer version did not
-    create (its existing rows get NULL there)."""
+    create (its existing rows get NULL there), and widen to 64 bits the 32-bit integer
+    columns it now declares as big integers (token counts)."""
     inspector = sa.inspect(engine)
-    present = {c["name"] for c in inspector.get_columns(table.name, schema=table.schema)}
+    found = {c["name"]: c for c in inspector.get_columns(table.name, schema=table.schema)}
+    present = set(found)
+    widen_big_integer_columns(engine, table, found)
     for column in table.columns:
         if column.name in present:
             continue
@@ -374,3 +377,31 @@ def add_missing_columns(engine: sa.Engine, table: sa.Table) -> None:
             names = sa.inspect(engine).get_columns(table.name, schema=table.schema)
             if column.name not in {c["name"] for c in names}:
                 raise
+
+
+def widen_big_integer_columns(
+    engine: sa.Engine, table: sa.Table, found: dict[str, Any] | None = None
+) -> None:
+    """`ALTER ... TYPE BIGINT` for the columns `table` declares `BigInteger` that the
+    database holds as a 32-bit INTEGER (tables created by an earlier Seer version).
+
+    SQLite's integers are 64-bit already; other databases are widened the same way.
+    """
+    if engine.dialect.name == "sqlite":
+        return
+    if found is None:
+        columns = sa.inspect(engine).get_columns(table.name, schema=table.schema)
+        found = {c["name"]: c for c in columns}
+    table_name = engine.dialect.identifier_preparer.format_table(table)
+    for column in table.columns:
+        existing = found.get(column.name)
+        if (
+            existing is None
+            or not isinstance(column.type, sa.BigInteger)
+            or isinstance(existing["type"], sa.BigInteger)
+            or not isinstance(existing["type"], sa.Integer)
+        ):
+            continue
+        name = engine.dialect.identifier_preparer.quote(column.name)
+        with engine.begin() as connection:
+            connection.execute(sa.text(f"ALTER TABLE {table_name} ALTER COLUMN {name} TYPE BIGINT"))

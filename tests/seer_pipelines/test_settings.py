@@ -171,3 +171,71 @@ def test_every_variable_the_product_asks_for_is_declared() -> None:
                 asked.add(node.args[0].value)
     assert asked
     assert asked <= set(VARIABLES), asked - set(VARIABLES)
+
+
+# Values `load_settings` must refuse, for every variable that is parsed or checked; the
+# variables in FREE_TEXT take any text (a name, a path, a secret). Every declared variable
+# is in one of the two, so a new one is covered the day it is declared.
+INVALID_VALUES: dict[str, tuple[str, ...]] = {
+    "SEER_WAREHOUSE_URL": ("postgres://u@h:port/db", "postgress://u@h/db"),
+    "SEER_WAREHOUSE_SCHEMA": ("a.b", "x; drop table y"),
+    "SEER_EVENTS_TABLE": ("events; drop table x", '"quoted"'),
+    "SEER_START_DATE": ("16/11/2026",),
+    "SEER_SCHEDULE_HOUR_UTC": ("25", "-1", "two"),
+    "SEER_BLOAT_LINE": ("high", "1.5", "0", "nan"),
+    "SEER_EVALUATOR": ("gpt",),
+    "SEER_LLM_MODE": ("later",),
+    "OPENAI_BASE_URL": ("api.openai.com/v1", "ftp://example.com/v1"),
+    "SEER_LLM_REQUESTS_PER_MINUTE": ("fast", "-5", "nan", "inf"),
+    "SEER_LLM_TOKENS_PER_MINUTE": ("lots", "-1"),
+    "SEER_LLM_MAX_CONCURRENCY": ("many", "-3", "1.5"),
+    "SEER_LLM_TIMEOUT_SECONDS": ("soon", "-1", "nan", "inf"),
+    "SEER_LLM_MAX_RETRIES": ("x", "-1"),
+    "SEER_LLM_MAX_TOKENS": ("lots", "0", "-5"),
+    "SEER_LLM_MAX_REQUIREMENTS": ("many", "0"),
+    "SEER_LLM_PRICES": ("{", "[]", '{"gpt-4o-mini": [NaN, 1]}', '{"m": [-1, 1]}'),
+    "SEER_SLACK_API_URL": ("slack.com/api",),
+    "SEER_DAGSTER_URL": ("localhost:3000",),
+    "SEER_RULES_FILE": ("/nonexistent/rules.yaml",),
+    "SEER_FRESHNESS_DEADLINE": ("6am", "24:00"),
+    "SEER_SAMPLE_SIZE": ("many", "0", "-5"),
+    "SEER_SAMPLE_MIN_PER_SLICE": ("some", "-1"),
+    "SEER_BUDGET_USD": ("$5", "-1", "nan", "inf", "-inf"),
+    "SEER_BUDGET_TOKENS": ("1e6", "-1"),
+    "SEER_ASSET_OWNERS": ("not an owner",),
+    "SEER_ASSET_TAGS": ("=x", "bad key!=1"),
+}
+FREE_TEXT = frozenset(
+    {
+        "SEER_SLICE_KEYS",
+        "SEER_EVALUATOR_MODEL",
+        "OPENAI_API_KEY",
+        "SLACK_BOT_TOKEN",
+        "SEER_SLACK_CHANNEL",
+        "TIKTOKEN_CACHE_DIR",
+        "DATA_GYM_CACHE_DIR",
+        "DAGSTER_HOME",
+    }
+)
+
+
+def test_every_variable_has_invalid_values_or_takes_any_text() -> None:
+    declared = set(VARIABLES)
+    assert set(INVALID_VALUES) | FREE_TEXT == declared, (
+        "classify each variable: values load_settings refuses, or FREE_TEXT: "
+        f"{sorted(declared - set(INVALID_VALUES) - FREE_TEXT)}"
+    )
+    assert not set(INVALID_VALUES) & FREE_TEXT
+
+
+@pytest.mark.parametrize("name", sorted(VARIABLES))
+def test_each_invalid_value_fails_the_load_naming_its_variable(name: str) -> None:
+    """Not 'budget in USD must be a number >= 0': `SEER_BUDGET_USD must be ...`."""
+    if name in FREE_TEXT:
+        settings = load_settings({name: "any text at all: ☃ / ; 42"})
+        assert isinstance(settings, Settings)
+        return
+    for bad in INVALID_VALUES[name]:
+        with pytest.raises(SettingsError) as raised:
+            load_settings({name: bad})
+        assert name in str(raised.value), f"{name}={bad!r}: {raised.value}"

@@ -20,8 +20,10 @@ from seer_metrics.evaluators.batch.lines import (
     custom_id,
     input_files,
     key_of,
+    line_usage,
     parse_jsonl,
     pending_lines,
+    request_estimates,
     unanswered_reason,
 )
 from seer_metrics.evaluators.batch.records import (
@@ -40,6 +42,7 @@ from seer_metrics.evaluators.batch.records import (
 from seer_metrics.evaluators.llm import prompts
 from seer_metrics.evaluators.llm.answers import RequirementsAnswer, SupportAnswer
 from seer_metrics.evaluators.llm.citations import build_judgment
+from seer_metrics.evaluators.llm.pacing import EXPECTED_COMPLETION_TOKENS
 from seer_metrics.evaluators.llm.replies import (
     API_ERROR,
     ReplyError,
@@ -203,7 +206,8 @@ class BatchJudge:
             raise BatchNotFinishedError(
                 f"batch {record.batch_id} is {record.status}; collect it once it has finished"
             )
-        requested = self._requested_ids(batch.input_file_id)
+        estimates = request_estimates(self._download(batch.input_file_id))
+        requested = list(estimates)
         lines: dict[str, dict[str, Any]] = {}
         for file_id in (batch.error_file_id, batch.output_file_id):  # an output line wins
             if file_id:
@@ -222,8 +226,23 @@ class BatchJudge:
             else:
                 completions[line_id] = completion
         usage = TokenUsage()
-        for completion in completions.values():
-            usage += self._batch_usage(completion)
+        odd_usage: list[str] = []
+        for line_id in completions:
+            reported = line_usage(lines[line_id])
+            if isinstance(reported, str):
+                odd_usage.append(reported)
+            if not isinstance(reported, tuple):  # none, or no count: the request's estimate
+                guess = estimates[line_id]
+                reported = (guess - EXPECTED_COMPLETION_TOKENS, EXPECTED_COMPLETION_TOKENS)
+            usage += self._batch_usage(*reported)
+        if odd_usage:
+            logger.warning(
+                "batch %s: %d replies reported a token count that is no count (e.g. %s); "
+                "their tokens and cost are the requests' estimates",
+                record.batch_id,
+                len(odd_usage),
+                odd_usage[0],
+            )
         if record.phase == REQUIREMENTS_PHASE:
             stored = self._store_requirements(completions, events, failures)
         else:
@@ -320,17 +339,11 @@ class BatchJudge:
         self.store.put_judgments(records)
         return len(records)
 
-    def _batch_usage(self, completion: ChatCompletion) -> TokenUsage:
-        usage = completion.usage
-        if usage is None:
-            return TokenUsage()
-        priced = self.settings.usage(int(usage.prompt_tokens), int(usage.completion_tokens))
+    def _batch_usage(self, prompt_tokens: int, completion_tokens: int) -> TokenUsage:
+        priced = self.settings.usage(prompt_tokens, completion_tokens)
         return TokenUsage(
             priced.prompt_tokens, priced.completion_tokens, priced.cost_usd * BATCH_PRICE_FACTOR
         )
-
-    def _requested_ids(self, input_file_id: str) -> list[str]:
-        return [str(line["custom_id"]) for line in self._download(input_file_id)]
 
     def _download(self, file_id: str) -> Iterator[dict[str, Any]]:
         return parse_jsonl(self._client.files.content(file_id).content, file_id)

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from seer_metrics.evaluators.batch.records import ENDPOINT, PHASES, REQUIREMENTS_PHASE
 from seer_metrics.evaluators.llm import prompts
+from seer_metrics.evaluators.llm.pacing import estimate_tokens
 from seer_metrics.evaluators.llm.replies import (
     API_ERROR,
     BATCH_CANCELLED,
@@ -27,6 +28,7 @@ from seer_metrics.evaluators.llm.replies import (
     chat_request,
     shorten,
 )
+from seer_metrics.evaluators.llm.reported_usage import reported_tokens
 from seer_metrics.evaluators.llm.settings import LLMSettings
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Requirement
@@ -188,10 +190,30 @@ def completion_of(line: Mapping[str, Any]) -> tuple[ChatCompletion | None, str |
         return None, f"{code}: HTTP {status} in the batch: {shorten(message)}"
     from openai.types.chat import ChatCompletion
 
+    # The usage block is read apart (`line_usage`): an odd count must not cost the answer.
+    answer = {name: value for name, value in body.items() if name != "usage"}
     try:
-        return ChatCompletion.model_validate(body), None
+        return ChatCompletion.model_validate(answer), None
     except ValidationError:
         return None, f"{SCHEMA_MISMATCH}: the batch reply is not a chat completion"
+
+
+def line_usage(line: Mapping[str, Any]) -> tuple[int, int] | str | None:
+    """(prompt, completion) tokens an output line reports; why they are no count (text);
+    None when it reports none."""
+    response = line.get("response")
+    body = response.get("body") if isinstance(response, Mapping) else None
+    usage = body.get("usage") if isinstance(body, Mapping) else None
+    return None if usage is None else reported_tokens(usage)
+
+
+def request_estimates(lines: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The estimated tokens (prompt and expected completion) of each input line, by id: what
+    a reply without a usable usage block is counted as."""
+    return {
+        str(line["custom_id"]): estimate_tokens((line.get("body") or {}).get("messages") or [])
+        for line in lines
+    }
 
 
 def unanswered_reason(batch: Any) -> str:

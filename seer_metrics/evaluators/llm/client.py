@@ -37,6 +37,7 @@ from seer_metrics.evaluators.llm.replies import (
     chat_request,
     shorten,
 )
+from seer_metrics.evaluators.llm.reported_usage import estimated_usage_note, reported_tokens
 from seer_metrics.evaluators.llm.retries import (
     Attempts,
     CallFailedError,
@@ -288,7 +289,7 @@ class Connection:
                         detail += self._too_slow(max_completion_tokens)
                         break
                 else:
-                    code, detail = API_ERROR, f"connection failed: {error}"
+                    code, detail = API_ERROR, f"connection failed: {shorten(str(error))}"
             except openai.RateLimitError as error:
                 sent += 1
                 code, detail = RATE_LIMITED, "HTTP 429 from the endpoint"
@@ -314,10 +315,12 @@ class Connection:
                 sent += 1
                 usage = usage_of(completion, estimated)
                 self.limiter.settle(estimated, usage.total_tokens)
-                self.speed.record(usage.completion_tokens, seconds)
+                if usage.note is None:  # an estimate says nothing of the endpoint's speed
+                    self.speed.record(usage.completion_tokens, seconds)
+                priced = settings.usage(usage.prompt_tokens, usage.completion_tokens)
                 return Completed(
                     completion,
-                    settings.usage(usage.prompt_tokens, usage.completion_tokens),
+                    replace(priced, note=usage.note),
                     Attempts(sent, unsent),
                     mode,
                     seconds,
@@ -349,9 +352,15 @@ class Connection:
 
 
 def usage_of(completion: Any, estimated: int) -> TokenUsage:
-    """The tokens a completion says it used (priced later); the estimate when it says none."""
+    """The tokens a completion says it used (priced later); the estimate when it says none,
+    and the estimate with a note when what it says is not a usable count (negative, huge,
+    not a whole number: `reported_usage`)."""
     usage = getattr(completion, "usage", None)
+    estimate = TokenUsage(estimated - EXPECTED_COMPLETION_TOKENS, EXPECTED_COMPLETION_TOKENS)
     if usage is None:
         # Some compatible servers send no usage: fall back to the estimate.
-        return TokenUsage(estimated - EXPECTED_COMPLETION_TOKENS, EXPECTED_COMPLETION_TOKENS)
-    return TokenUsage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
+        return estimate
+    reported = reported_tokens(usage)
+    if isinstance(reported, str):
+        return replace(estimate, note=estimated_usage_note(reported))
+    return TokenUsage(*reported)

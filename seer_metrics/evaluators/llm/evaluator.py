@@ -52,7 +52,7 @@ from seer_metrics.evaluators.llm.structured_output import (
 from seer_metrics.events import RetrievalEvent
 from seer_metrics.judgment import Judgment, Requirement
 from seer_metrics.judgment_store import JudgmentStore, RequirementsRecord, requirements_key
-from seer_metrics.text.redaction import redact_url
+from seer_metrics.text.redaction import error_text, redact_url, traceback_text
 
 logger = logging.getLogger(__name__)
 
@@ -252,10 +252,8 @@ class LLMEvaluator:
         except CallFailedError as failure:
             return self._error(event, failure.reason, usage + failure.usage, calls + failure.calls)
         except Exception as error:  # one event's bug must not sink the batch
-            logger.exception("evaluating event %s failed", event.event_id)
-            return self._error(
-                event, f"{INTERNAL_ERROR}: {type(error).__name__}: {error}", usage, calls
-            )
+            logger.error("evaluating event %s failed:\n%s", event.event_id, traceback_text(error))
+            return self._error(event, f"{INTERNAL_ERROR}: {error_text(error)}", usage, calls)
         judgment = replace(
             build_judgment(event, requirements, result.answer), output_mode=result.mode
         )

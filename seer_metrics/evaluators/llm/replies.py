@@ -23,6 +23,7 @@ from seer_metrics.evaluators.llm.structured_output import (
     MAX_COMPLETION_TOKENS,
 )
 from seer_metrics.judgment import Requirement
+from seer_metrics.text.redaction import redact_secrets
 
 # Failure reason codes (the part before ":" in `EvaluationOutcome.reason`).
 INVALID_JSON = "invalid_json"
@@ -187,8 +188,9 @@ def describe_validation_error(error: ValidationError) -> str:
 
 
 def shorten(text: str, limit: int = 200) -> str:
-    """One line of at most `limit` characters, for reasons stored in tables."""
-    line = " ".join(text.split())
+    """One line of at most `limit` characters, secrets hidden, for reasons stored in tables
+    (endpoint text: an error body may echo the API key)."""
+    line = " ".join(redact_secrets(text).split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 

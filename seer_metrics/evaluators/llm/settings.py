@@ -9,11 +9,13 @@ call's usage is priced with, extended through `SEER_LLM_PRICES`.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from seer_metrics.evaluators.base import TokenUsage
+from seer_metrics.text.redaction import register_secret
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"  # the SDK's, when neither setting nor env
@@ -31,8 +33,28 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+def is_price(price: object) -> bool:
+    """Whether `price` is (input_per_1M, output_per_1M): two finite numbers >= 0.
+
+    NaN or infinity would make every cost NaN or infinite, and a budget compares nothing
+    against NaN: a non-finite price would switch the budget off, so it is refused.
+    """
+    return (
+        isinstance(price, list | tuple)
+        and len(price) == 2
+        and all(
+            isinstance(part, int | float)
+            and not isinstance(part, bool)
+            and math.isfinite(part)
+            and part >= 0
+            for part in price
+        )
+    )
+
+
 def parse_prices(text: str, where: str) -> dict[str, tuple[float, float]]:
-    """`{"model": [input_per_1M, output_per_1M], ...}` as JSON, e.g. from SEER_LLM_PRICES."""
+    """`{"model": [input_per_1M, output_per_1M], ...}` as JSON, e.g. from SEER_LLM_PRICES;
+    every price two finite numbers >= 0 (JSON's NaN and Infinity are refused)."""
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as error:
@@ -41,17 +63,39 @@ def parse_prices(text: str, where: str) -> dict[str, tuple[float, float]]:
         raise ValueError(f"{where} must be a JSON object of model -> [input, output] prices")
     prices: dict[str, tuple[float, float]] = {}
     for model, price in raw.items():
-        if (
-            not isinstance(price, list)
-            or len(price) != 2
-            or not all(isinstance(p, int | float) and not isinstance(p, bool) for p in price)
-        ):
+        if not isinstance(price, list) or not is_price(price):
             raise ValueError(
                 f"{where}: price of {model!r} must be [input_per_1M, output_per_1M] in USD, "
-                f"got {price!r}"
+                f"two finite numbers >= 0, got {json.dumps(price)}"
             )
         prices[model] = (float(price[0]), float(price[1]))
     return prices
+
+
+class LLMSettingError(ValueError):
+    """An LLM setting that cannot be used: `setting` is its name, `requirement` what it
+    must be (so `from_env` can name the environment variable it came from instead)."""
+
+    def __init__(self, setting: str, requirement: str, value: Any) -> None:
+        super().__init__(f"LLM setting {setting!r} {requirement}, got {value!r}")
+        self.setting = setting
+        self.requirement = requirement
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# The environment variable of each setting `from_env` reads (and its type).
+ENVIRONMENT_VARIABLES: dict[str, tuple[str, type[int] | type[float]]] = {
+    "SEER_LLM_TIMEOUT_SECONDS": ("timeout_seconds", float),
+    "SEER_LLM_MAX_CONCURRENCY": ("max_concurrency", int),
+    "SEER_LLM_REQUESTS_PER_MINUTE": ("requests_per_minute", float),
+    "SEER_LLM_TOKENS_PER_MINUTE": ("tokens_per_minute", float),
+    "SEER_LLM_MAX_RETRIES": ("max_retries", int),
+    "SEER_LLM_MAX_TOKENS": ("max_completion_tokens", int),
+    "SEER_LLM_MAX_REQUIREMENTS": ("max_requirements", int),
+}
 
 
 @dataclass(frozen=True)
@@ -85,7 +129,7 @@ class LLMSettings:
 
     def __post_init__(self) -> None:
         if not self.model or not self.model.strip():
-            raise ValueError("LLM setting 'model' must be a non-empty model name")
+            raise LLMSettingError("model", "must be a non-empty model name", self.model)
         positive = {
             "timeout_seconds": self.timeout_seconds,
             "max_concurrency": self.max_concurrency,
@@ -96,8 +140,8 @@ class LLMSettings:
             "tokens_per_minute": self.tokens_per_minute,
         }
         for name, value in positive.items():
-            if value is not None and not (isinstance(value, int | float) and value > 0):
-                raise ValueError(f"LLM setting {name!r} must be a positive number, got {value!r}")
+            if value is not None and not (_is_number(value) and value > 0):
+                raise LLMSettingError(name, "must be a finite number > 0", value)
         non_negative = {
             "temperature": self.temperature,
             "max_retries": self.max_retries,
@@ -105,18 +149,17 @@ class LLMSettings:
             "backoff_max_seconds": self.backoff_max_seconds,
         }
         for name, value in non_negative.items():
-            if not (isinstance(value, int | float) and value >= 0):
-                raise ValueError(f"LLM setting {name!r} must be >= 0, got {value!r}")
-        if not 0 <= self.rate_limit_headroom < 1:
-            raise ValueError(
-                f"LLM setting 'rate_limit_headroom' must be in [0, 1), "
-                f"got {self.rate_limit_headroom!r}"
-            )
+            if not (_is_number(value) and value >= 0):
+                raise LLMSettingError(name, "must be a finite number >= 0", value)
+        headroom = self.rate_limit_headroom
+        if not (_is_number(headroom) and 0 <= headroom < 1):
+            raise LLMSettingError("rate_limit_headroom", "must be in [0, 1)", headroom)
+        register_secret(self.api_key)  # hidden in every error text from now on
         for model, price in self.prices.items():
-            if len(price) != 2 or any(p < 0 for p in price):
+            if not is_price(price):
                 raise ValueError(
-                    f"LLM price of {model!r} must be (input_per_1M, output_per_1M) >= 0, "
-                    f"got {price!r}"
+                    f"LLM price of {model!r} (LLMSettings prices, SEER_LLM_PRICES) must be "
+                    f"(input_per_1M, output_per_1M), two finite numbers >= 0, got {price!r}"
                 )
 
     @classmethod
@@ -133,23 +176,18 @@ class LLMSettings:
                 values[name] = environ[variable].strip()
         if environ.get("SEER_EVALUATOR_MODEL"):
             values["model"] = environ["SEER_EVALUATOR_MODEL"]
-        numeric = {
-            "SEER_LLM_TIMEOUT_SECONDS": ("timeout_seconds", float),
-            "SEER_LLM_MAX_CONCURRENCY": ("max_concurrency", int),
-            "SEER_LLM_REQUESTS_PER_MINUTE": ("requests_per_minute", float),
-            "SEER_LLM_TOKENS_PER_MINUTE": ("tokens_per_minute", float),
-            "SEER_LLM_MAX_RETRIES": ("max_retries", int),
-            "SEER_LLM_MAX_TOKENS": ("max_completion_tokens", int),
-            "SEER_LLM_MAX_REQUIREMENTS": ("max_requirements", int),
-        }
         unlimited = {"SEER_LLM_REQUESTS_PER_MINUTE", "SEER_LLM_TOKENS_PER_MINUTE"}
-        for variable, (name, kind) in numeric.items():
+        from_variable: dict[str, tuple[str, str]] = {}  # setting -> (variable, raw value)
+        if "model" in values:
+            from_variable["model"] = ("SEER_EVALUATOR_MODEL", environ["SEER_EVALUATOR_MODEL"])
+        for variable, (name, kind) in ENVIRONMENT_VARIABLES.items():
             raw = environ.get(variable)
             if raw is None or not raw.strip():
                 continue
             if variable in unlimited and raw.strip().lower() in ("none", "0", "unlimited"):
                 values[name] = None  # no client-side pacing (e.g. a local server)
                 continue
+            from_variable[name] = (variable, raw)
             try:
                 values[name] = kind(raw)
             except ValueError:
@@ -168,8 +206,17 @@ class LLMSettings:
         # `model=None` (and a None key or endpoint) means "not given" (the factory passes it
         # through); any other None is meant, e.g. `requests_per_minute=None` for no pacing.
         not_given = {"model", "api_key", "base_url"}
-        values.update({k: v for k, v in overrides.items() if not (k in not_given and v is None)})
-        return cls(**values)
+        given = {k: v for k, v in overrides.items() if not (k in not_given and v is None)}
+        values.update(given)
+        try:
+            return cls(**values)
+        except LLMSettingError as error:
+            if error.setting not in from_variable or error.setting in given:
+                raise
+            variable, raw = from_variable[error.setting]
+            raise ValueError(
+                f"environment variable {variable} {error.requirement}, got {raw!r}"
+            ) from None
 
     def price_for(self, model: str) -> tuple[float, float] | None:
         """Exact model name, else the longest listed prefix (dated snapshots)."""

@@ -15,6 +15,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from seer_metrics.text.redaction import errors_redacted
 from seer_pipelines.defs.assets.events import GROUP_NAME, RETRIEVAL_EVENTS_KEY
 from seer_pipelines.defs.assets.table_schemas import table_metadata
 from seer_pipelines.defs.resources.evaluator import EvaluatorResource
@@ -64,6 +65,8 @@ def define_event_judgments(partitions: DailyPartitionsDefinition) -> AssetsDefin
         warehouse: WarehouseResource,
         evaluator: EvaluatorResource,
     ) -> Iterator[MaterializeResult]:
-        yield from judge_day(context, warehouse, evaluator, config.max_error_share)
+        # Its errors go to the event log and the run-failure alert: secrets hidden first.
+        with errors_redacted():
+            yield from judge_day(context, warehouse, evaluator, config.max_error_share)
 
     return event_judgments

@@ -24,7 +24,7 @@ from dagster import (
     sensor,
 )
 
-from seer_metrics.text.redaction import redact_secrets, shorten
+from seer_metrics.text.redaction import error_text, redact_secrets, shorten
 from seer_pipelines.alerts import (
     KIND_RUN_FAILURE,
     Alert,
@@ -151,7 +151,9 @@ def seer_run_failure_sensor(
         result = dispatcher.deliver(partition, KIND_RUN_FAILURE)
         context.log.info(f"run failure of {run.run_id}: {delivery_summary([result])}")
     except Exception as error:  # the warehouse may be why the run crashed: post directly
-        context.log.warning(f"outbox unavailable ({error!r}); posting the run failure directly")
+        context.log.warning(
+            f"outbox unavailable ({error_text(error)}); posting the run failure directly"
+        )
         alert = Alert(
             id=0,
             partition_date=partition,
