@@ -2,6 +2,12 @@
 
 Everything user-controlled that reaches mrkdwn (slice labels, metadata values, requirement
 texts, error messages) goes through `escape_mrkdwn`, so `<!channel>` is shown, not sent.
+
+Every message fits Slack's limits (a `text` of 40,000 characters, 50 blocks, 3,000 a
+section or context text, 150 a header), or Slack refuses it and the alert never leaves the
+outbox: labels and check names are cut to `MAX_LABEL_CHARS` with an ellipsis, a cut never
+splits an escaped character or a link, the summary keeps its check names and run link
+whatever precedes them, and `SlackMessage` cuts whatever a builder left too long.
 """
 
 from __future__ import annotations
@@ -22,17 +28,33 @@ from seer_pipelines.alerts.outbox import Alert
 
 DEFAULT_DAGSTER_URL = "http://localhost:3000"
 MAX_SLICE_SECTIONS = 20
+# Slack's limits are 3,000 characters for a section's or a context's text, 150 for a
+# header, 50 blocks a message and 40,000 characters for `text`; the fallback `text` is
+# what a notification shows, and Slack advises at most 4,000.
 MAX_SECTION_CHARS = 2900
+MAX_HEADER_CHARS = 150
+MAX_BLOCKS = 50
+MAX_FALLBACK_CHARS = 3000
+# A slice label or a check name as a message shows it, and a lead's headline.
+MAX_LABEL_CHARS = 100
+MAX_HEADLINE_CHARS = 600
+MAX_CHECK_NAMES = 5
 SEVERITY_ICONS = {"ERROR": ":red_circle:", "WARN": ":large_orange_circle:"}
 SEVERITY_ORDER = {"ERROR": 0, "WARN": 1}
 
 
 @dataclass(frozen=True)
 class SlackMessage:
-    """What is posted: a plain-text fallback (notifications) and Block Kit blocks."""
+    """What is posted: a plain-text fallback (notifications) and Block Kit blocks, cut to
+    Slack's limits here whatever the builder made (`fit_blocks`), since Slack refuses a
+    message over them (`msg_too_long`, `invalid_blocks`) and the alert would stay pending."""
 
     text: str
     blocks: list[dict[str, Any]]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", cut_mrkdwn(self.text, MAX_FALLBACK_CHARS))
+        object.__setattr__(self, "blocks", fit_blocks(self.blocks))
 
 
 def escape_mrkdwn(text: Any) -> str:
@@ -50,22 +72,76 @@ def run_url(dagster_url: str, run_id: str) -> str:
     return f"{dagster_url.rstrip('/')}/runs/{run_id}"
 
 
+def cut_mrkdwn(text: str, limit: int = MAX_SECTION_CHARS) -> str:
+    """`text` (escaped mrkdwn) cut to `limit` characters with an ellipsis, never inside an
+    escaped character (`&amp;`) or a link (`<url|label>`): a half link would show as text."""
+    if len(text) <= limit:
+        return text
+    kept = text[: limit - 1]
+    for opening, closing in (("<", ">"), ("&", ";")):
+        start = kept.rfind(opening)
+        if start != -1 and closing not in kept[start:]:
+            kept = kept[:start]
+    return kept + "…"
+
+
+def short_label(text: Any) -> str:
+    """A slice label or a check name as a message shows it: one line, cut with an ellipsis
+    (escape it after: cutting escaped text could split `&amp;`)."""
+    return shorten(str(text), MAX_LABEL_CHARS)
+
+
 def section(text: str) -> dict[str, Any]:
-    return {
-        "type": "section",
-        "text": {"type": "mrkdwn", "text": shorten(text, MAX_SECTION_CHARS, one_line=False)},
-    }
+    return {"type": "section", "text": {"type": "mrkdwn", "text": cut_mrkdwn(text)}}
 
 
 def context(text: str) -> dict[str, Any]:
-    return {
-        "type": "context",
-        "elements": [{"type": "mrkdwn", "text": shorten(text, MAX_SECTION_CHARS, one_line=False)}],
-    }
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": cut_mrkdwn(text)}]}
 
 
 def header(text: str) -> dict[str, Any]:
     return {"type": "header", "text": {"type": "plain_text", "text": shorten(text, 150)}}
+
+
+def fit_blocks(blocks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The blocks within Slack's limits: each text cut, at most `MAX_BLOCKS` (the last one
+    saying how many were left out)."""
+    fitted: list[dict[str, Any]] = []
+    for block in blocks:
+        block = dict(block)
+        text = block.get("text")
+        if isinstance(text, dict) and isinstance(text.get("text"), str):
+            limit = MAX_HEADER_CHARS if block.get("type") == "header" else MAX_SECTION_CHARS
+            cut = shorten if text.get("type") == "plain_text" else cut_mrkdwn
+            block["text"] = {**text, "text": cut(text["text"], limit) or "…"}
+        if isinstance(block.get("elements"), list):
+            block["elements"] = [
+                {**e, "text": cut_mrkdwn(e["text"]) or "…"}
+                if isinstance(e, dict) and isinstance(e.get("text"), str)
+                else e
+                for e in block["elements"]
+            ]
+        fitted.append(block)
+    if len(fitted) > MAX_BLOCKS:
+        hidden = len(fitted) - (MAX_BLOCKS - 1)
+        fitted = fitted[: MAX_BLOCKS - 1]
+        fitted.append(section(f"…and {hidden} more not shown here: see Dagster."))
+    return fitted
+
+
+def packed_sections(lines: Sequence[str]) -> list[dict[str, Any]]:
+    """Lines packed into as few sections as fit Slack's section limit, in order."""
+    blocks: list[dict[str, Any]] = []
+    current: list[str] = []
+    for line in lines:
+        line = cut_mrkdwn(line)
+        if current and len("\n".join([*current, line])) > MAX_SECTION_CHARS:
+            blocks.append(section("\n".join(current)))
+            current = []
+        current.append(line)
+    if current:
+        blocks.append(section("\n".join(current)))
+    return blocks
 
 
 def _events(count: int) -> str:
@@ -85,8 +161,8 @@ def outcome_line(alert: Alert) -> str:
     icon = SEVERITY_ICONS.get(alert.severity, ":white_circle:")
     outcome = outcome_of(alert)
     line = (
-        f"{icon} *{escape_mrkdwn(alert.severity)}* `{escape_mrkdwn(alert.rule)}`: "
-        f"{escape_mrkdwn(outcome_summary(outcome))}"
+        f"{icon} *{escape_mrkdwn(alert.severity)}* `{escape_mrkdwn(short_label(alert.rule))}`: "
+        f"{escape_mrkdwn(shorten(outcome_summary(outcome), MAX_HEADLINE_CHARS))}"
     )
     incident = alert.payload.get("incident") or {}
     if incident.get("state") == "escalated":
@@ -96,7 +172,7 @@ def outcome_line(alert: Alert) -> str:
             str(incident.get("opened_on") or "?"),
             incident.get("opened_observed"),
         )
-        line += f" *{escape_mrkdwn(note)}*"
+        line += f" *{escape_mrkdwn(shorten(note, MAX_HEADLINE_CHARS))}*"
     return line
 
 
@@ -126,10 +202,20 @@ def _leads(alert: Alert) -> bool:
 def still_open_line(carried: Sequence[Alert]) -> str:
     """One short line for the service levels that keep failing under an open incident."""
     items = []
-    for alert in sorted(carried, key=lambda a: (a.rule, a.slice)):
+    ordered = sorted(carried, key=lambda a: (a.rule, a.slice))
+    for alert in ordered[:MAX_SLICE_SECTIONS]:
         since = (alert.payload.get("incident") or {}).get("opened_on") or "?"
-        items.append(f"`{escape_mrkdwn(alert.rule)}` on {escape_mrkdwn(alert.slice)} since {since}")
-    return "Still open (no new page): " + "; ".join(items)
+        rule, label = (
+            escape_mrkdwn(short_label(alert.rule)),
+            escape_mrkdwn(short_label(alert.slice)),
+        )
+        items.append(f"`{rule}` on {label} since {escape_mrkdwn(short_label(since))}")
+    more = (
+        f"; and {len(ordered) - MAX_SLICE_SECTIONS} more"
+        if len(ordered) > MAX_SLICE_SECTIONS
+        else ""
+    )
+    return "Still open (no new page): " + "; ".join(items) + more
 
 
 def build_check_message(
@@ -161,25 +247,35 @@ def build_check_message(
         slack_link(run_url(dagster_url, run_id), f"Dagster run {run_id[:8]}") if run_id else "n/a"
     )
     plural = "s" if len(alerts) != 1 else ""
-    slice_names = ", ".join(f"*{escape_mrkdwn(label)}*" for label in slices[:8])
+    slice_names = ", ".join(f"*{escape_mrkdwn(short_label(label))}*" for label in slices[:8])
     if len(slices) > 8:
         slice_names += f" and {len(slices) - 8} more"
     leads = [a for a in alerts if _leads(a) and a.payload.get("headline")]
     lead = min(leads, key=lambda a: a.payload.get("alert_rank", 0), default=None)
-    lead_text = f"*{escape_mrkdwn(lead.payload['headline'])}*\n" if lead else ""
+    lead_text = ""
+    if lead:
+        lead_text = f"*{escape_mrkdwn(shorten(lead.payload['headline'], MAX_HEADLINE_CHARS))}*\n"
+    # The check names and the run link end the summary, and what precedes them is cut to
+    # leave them room: long labels must not push them out of the section.
+    checks = sorted({a.rule for a in alerts})
+    check_names = ", ".join(f"`{escape_mrkdwn(short_label(r))}`" for r in checks[:MAX_CHECK_NAMES])
+    if len(checks) > MAX_CHECK_NAMES:
+        check_names += f" and {len(checks) - MAX_CHECK_NAMES} more"
+    tail = f" Checks: {check_names}. Run: {where}"
+    summary = (
+        f"{lead_text}*{len(alerts)} failing check{plural}* ({severity_text}) on "
+        f"`{escape_mrkdwn(asset)}`, partition *{partition_date}*, in {slice_names}."
+    )
     blocks: list[dict[str, Any]] = [
         header(f"Seer: retrieval quality alert for {partition_date}"),
-        section(
-            f"{lead_text}*{len(alerts)} failing check{plural}* ({severity_text}) on "
-            f"`{escape_mrkdwn(asset)}`, partition *{partition_date}*, in {slice_names}. "
-            f"Run: {where}"
-        ),
+        section(cut_mrkdwn(summary, MAX_SECTION_CHARS - len(tail)) + tail),
         {"type": "divider"},
     ]
     for label in slices[:MAX_SLICE_SECTIONS]:
         group = by_slice[label]
         priority = " (high priority)" if group[0].payload.get("high_priority") else ""
-        lines = [f"*{escape_mrkdwn(label)}*{priority}", *(outcome_line(a) for a in group)]
+        shown = escape_mrkdwn(short_label(label))
+        lines = [f"*{shown}*{priority}", *(outcome_line(a) for a in group)]
         blocks.append(section("\n".join(lines)))
         slice_examples = examples.get(label)
         if slice_examples:
@@ -187,7 +283,7 @@ def build_check_message(
                 f"“{escape_mrkdwn(shorten(text, 120))}” ({count} {_events(count)})"
                 for text, count in slice_examples
             )
-            blocks.append(context(f"Top missing requirements in {escape_mrkdwn(label)}: {items}"))
+            blocks.append(context(f"Top missing requirements in {shown}: {items}"))
     hidden = len(slices) - MAX_SLICE_SECTIONS
     if hidden > 0:
         blocks.append(section(f"…and {hidden} more failing slices: see the run in Dagster."))
@@ -201,7 +297,8 @@ def build_check_message(
         )
     )
     summary = "; ".join(
-        f"{label}: {', '.join(a.rule for a in by_slice[label])}" for label in slices[:4]
+        f"{short_label(label)}: {', '.join(short_label(a.rule) for a in by_slice[label])}"
+        for label in slices[:4]
     )
     more = f"; and {len(slices) - 4} more slices" if len(slices) > 4 else ""
     text = escape_mrkdwn(
@@ -216,7 +313,8 @@ def recovered_line(alert: Alert) -> str:
     payload = alert.payload
     opened, last = payload.get("opened_on", "?"), payload.get("last_failed_on", "?")
     failing = f"failing since {opened}" if opened == last else f"failing {opened} to {last}"
-    line = f"`{escape_mrkdwn(alert.rule)}` on *{escape_mrkdwn(alert.slice)}* ({failing})"
+    rule, label = escape_mrkdwn(short_label(alert.rule)), escape_mrkdwn(short_label(alert.slice))
+    line = f"`{rule}` on *{label}* ({escape_mrkdwn(shorten(failing, MAX_LABEL_CHARS))})"
     statistic = payload.get("statistic")
     if statistic and payload.get("last_observed") is not None:
         note = recovery_note(
@@ -225,7 +323,7 @@ def recovered_line(alert: Alert) -> str:
             payload.get("opened_baseline"),
             payload.get("opened_observed"),
         )
-        line += f": {escape_mrkdwn(note)}"
+        line += f": {escape_mrkdwn(shorten(note, MAX_HEADLINE_CHARS))}"
     return line
 
 
@@ -234,11 +332,14 @@ def build_recovered_message(alerts: Sequence[Alert]) -> SlackMessage:
     incidents closed): the level each is back at against the level before the incident."""
     closed = alerts[0].payload.get("closed_on") or alerts[0].partition_date
     plural = "s" if len(alerts) != 1 else ""
-    lines = [f":white_check_mark: *Recovered* on {closed}: {len(alerts)} check{plural}"]
+    closed = shorten(str(closed), MAX_LABEL_CHARS)
+    lines = [
+        f":white_check_mark: *Recovered* on {escape_mrkdwn(closed)}: {len(alerts)} check{plural}"
+    ]
     lines += [f"• {recovered_line(alert)}" for alert in alerts]
-    names = ", ".join(f"{a.rule} on {a.slice}" for a in alerts)
+    names = ", ".join(f"{short_label(a.rule)} on {short_label(a.slice)}" for a in alerts)
     plain = f"Seer: recovered on {closed}: {names}"
-    return SlackMessage(text=escape_mrkdwn(plain), blocks=[section("\n".join(lines))])
+    return SlackMessage(text=escape_mrkdwn(plain), blocks=packed_sections(lines))
 
 
 def build_run_failure_message(
@@ -249,9 +350,11 @@ def build_run_failure_message(
     is therefore one message listing its days, not one post per run."""
     groups: dict[tuple[str, str], list[Alert]] = {}
     for alert in alerts:
-        key = (str(alert.payload.get("job", "?")), str(alert.payload.get("error") or ""))
+        key = (short_label(alert.payload.get("job", "?")), str(alert.payload.get("error") or ""))
         groups.setdefault(key, []).append(alert)
-    backfills = sorted({str(a.payload["backfill"]) for a in alerts if a.payload.get("backfill")})
+    backfills = sorted(
+        {short_label(a.payload["backfill"]) for a in alerts if a.payload.get("backfill")}
+    )
     title = f"Seer: {len(alerts)} run(s) failed"
     if backfills:
         title += f" in backfill {', '.join(backfills)}"
@@ -259,7 +362,7 @@ def build_run_failure_message(
     for (job, error), group in groups.items():
         days = sorted({str(a.payload["partition"]) for a in group if a.payload.get("partition")})
         on_days = f" on {len(days)} day(s): {escape_mrkdwn(', '.join(days))}" if days else ""
-        runs = [str(a.payload.get("run_id", a.slice)) for a in group]
+        runs = [short_label(a.payload.get("run_id", a.slice)) for a in group]
         links = ", ".join(slack_link(run_url(dagster_url, r), f"run {r[:8]}") for r in runs[:5])
         more = f" and {len(runs) - 5} more" if len(runs) > 5 else ""
         cause = escape_mrkdwn(shorten(error or "no error message", 1500, one_line=False))
