@@ -9,7 +9,8 @@ from typing import Any
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from seer_pipelines.alerts.message import DEFAULT_DAGSTER_URL, SlackMessage, render_console
+from seer_pipelines.alerts.blocks import SlackMessage
+from seer_pipelines.alerts.message import DEFAULT_DAGSTER_URL, render_console
 from seer_pipelines.settings import setting
 
 logger = logging.getLogger("seer.alerts")

@@ -16,12 +16,12 @@ from seer_metrics.rules import RulesConfigError, evaluate_rules, load_rules_conf
 from seer_metrics.rules import parse_rules_config as parse
 from seer_metrics.rules.config import (
     MAX_ERROR_LINES,
-    MAX_RULES_FILE_BYTES,
     BaselineModel,
     OverrideModel,
     RuleModel,
     RulesFileModel,
 )
+from seer_metrics.rules.yaml_file import MAX_RULES_FILE_BYTES
 from seer_metrics.slices import SLICE_COLUMNS
 from seer_testing.slice_rows import healthy_slice_row
 

@@ -22,7 +22,7 @@ from seer_pipelines.alerts import (
     build_run_failure_message,
     render_console,
 )
-from seer_pipelines.alerts.message import cut_mrkdwn
+from seer_pipelines.alerts.blocks import cut_mrkdwn
 from seer_testing.fake_slack import SLACK_LIMITS, FakeSlack, block_errors
 from tests.seer_pipelines.alerts.test_alerts import (
     DAY,
