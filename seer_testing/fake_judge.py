@@ -6,7 +6,8 @@ requirement list, the `<passage id="...">` blocks) and answering from a scripted
 Failures are injected per request: latency, 429 with `Retry-After`, 500, hangs, invalid
 JSON, a wrong shape, truncated output, refusals, unknown passage or requirement ids,
 quotes that are not in the passage, an empty or overlong requirement list, a reply that
-loops until the cap, one that trickles in, JSON in a markdown fence; and it can enforce a
+loops until the cap, one that trickles in (its body, or all of it from the status line on),
+JSON in a markdown fence; and it can enforce a
 requests-per-minute limit the way a real endpoint does (429 beyond it). It reads requests
 as one server dialect does (`judge_dialects`: OpenAI, llama-cpp-python, strict servers that
 refuse with 400 or 422), and can generate at a given number of tokens a second, as a slow
@@ -28,6 +29,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any, Protocol
 
 from seer_metrics.judgment_store import normalise_text
@@ -75,7 +77,8 @@ FAULTS = frozenset(
         "empty_requirements",  # phase 1 answers an empty requirement list
         "many_requirements",  # phase 1 answers MANY_REQUIREMENTS requirements
         "loop",  # repeats itself until the cap read (or its context), finish_reason "length"
-        "trickle",  # the answer is sent one byte every `trickle_seconds`
+        "trickle",  # the answer's body is sent one byte every `trickle_seconds`
+        "trickle_headers",  # so is all of it: status line and headers too
         "fenced",  # the JSON comes inside a markdown code fence
         "unauthorized_echo",  # 401 whose body quotes the request's API key, whole
     }
@@ -149,6 +152,15 @@ class GoldOracle:
                 if normalise_text(snippet) in normalise_text(passage_text):
                     answer[requirement_id].append((passage_id, snippet))
         return answer
+
+
+@dataclass(frozen=True)
+class Trickle:
+    """An answer sent one byte every `seconds_per_byte`: its body, or all of it (`headers`:
+    from the status line on, so even the headers never arrive within a timeout)."""
+
+    seconds_per_byte: float
+    headers: bool = False
 
 
 @dataclass(frozen=True)
@@ -345,8 +357,8 @@ class FakeJudgeServer(LocalFake):
 
     def respond(
         self, body: dict[str, Any], api_key: str | None = None
-    ) -> tuple[int, dict[str, str], dict[str, Any], float | None]:
-        """`handle`, and the seconds between the bytes of a trickled answer (else None).
+    ) -> tuple[int, dict[str, str], dict[str, Any], Trickle | None]:
+        """`handle`, and how the answer trickles in (None: sent at once).
 
         `api_key` is the request's bearer token (quoted by `unauthorized_echo`)."""
         refused = refusal(self.dialect, body)
@@ -425,7 +437,10 @@ class FakeJudgeServer(LocalFake):
             self._stopping.wait(generated / self.tokens_per_second)
         reply["usage"].update(self.reported_usage)
         self._record(parsed, 200, fault, body)
-        return 200, {}, reply, self.trickle_seconds if fault == "trickle" else None
+        trickle = None
+        if fault in ("trickle", "trickle_headers"):
+            trickle = Trickle(self.trickle_seconds, headers=fault == "trickle_headers")
+        return 200, {}, reply, trickle
 
     def _answer(self, parsed: _Parsed, fault: str | None) -> dict[str, Any]:
         if parsed.schema == REQUIREMENTS_SCHEMA_NAME:
@@ -502,17 +517,21 @@ class JudgeHandler(JSONHandler):
         else:
             self.send_trickled(status, payload, trickle)
 
-    def send_trickled(self, status: int, payload: Any, seconds_per_byte: float) -> None:
+    def send_trickled(self, status: int, payload: Any, trickle: Trickle) -> None:
         """The answer one byte at a time: no read ever waits long, the whole call does."""
-        data = json.dumps(payload).encode("utf-8")
+        body = json.dumps(payload).encode("utf-8")
+        head = (
+            f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
+            "Content-Type: application/json; charset=utf-8\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode("ascii")
         try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.flush()
+            if not trickle.headers:
+                self.wfile.write(head)
+                self.wfile.flush()
+            data = head + body if trickle.headers else body
             for index in range(len(data)):
-                if self.judge._stopping.wait(seconds_per_byte):
+                if self.judge._stopping.wait(trickle.seconds_per_byte):
                     break
                 self.wfile.write(data[index : index + 1])
                 self.wfile.flush()

@@ -5,6 +5,10 @@ answers them, records every request, and can be told to fail: `ratelimited` (HTT
 `Retry-After`), a 500, or `invalid_auth`. Every posted message gets a `ts`; a message posted
 with `thread_ts` is a reply in that thread, and a `thread_ts` that names no message posted
 to the channel is refused (`thread_not_found`), so a lost thread id cannot go unnoticed.
+Slack's size limits are enforced as Slack does (`SLACK_LIMITS`): a `text` over 40,000
+characters is refused with `msg_too_long`; more than 50 blocks, a section or context text
+over 3,000 characters, a header over 150, or an empty text object with `invalid_blocks`
+(with Slack's `errors` list, each naming the JSON pointer of the bad field).
 Point the real `slack_sdk.WebClient` at it with `base_url=fake.base_url`.
 
     with FakeSlack() as slack:
@@ -29,6 +33,63 @@ from seer_testing.local_server import JSONHandler, LocalFake
 
 Failure = Literal["ratelimited", "server_error", "invalid_auth"]
 FAILURES: tuple[str, ...] = ("ratelimited", "server_error", "invalid_auth")
+
+# Slack's documented limits (chat.postMessage and Block Kit), in characters or items.
+SLACK_LIMITS = {
+    "text": 40_000,
+    "blocks": 50,
+    "section_text": 3_000,
+    "section_fields": 10,
+    "field_text": 2_000,
+    "header_text": 150,
+    "context_elements": 10,
+    "context_text": 3_000,
+}
+
+
+def _text_errors(text: Any, limit: int, pointer: str) -> list[str]:
+    """Slack's errors for one text object: missing, empty or too long."""
+    content = text.get("text") if isinstance(text, dict) else None
+    if not isinstance(content, str) or not content:
+        return [f"must be more than 0 characters [json-pointer:{pointer}/text]"]
+    if len(content) > limit:
+        return [f"must be less than {limit + 1} characters [json-pointer:{pointer}/text]"]
+    return []
+
+
+def block_errors(blocks: Any) -> list[str]:
+    """What Slack's `invalid_blocks` answer lists for `blocks` (empty: Slack takes them)."""
+    if not isinstance(blocks, list):
+        return ["must be an array [json-pointer:/blocks]"]
+    errors = []
+    if len(blocks) > SLACK_LIMITS["blocks"]:
+        errors.append(f"no more than {SLACK_LIMITS['blocks']} items allowed [json-pointer:/blocks]")
+    for index, block in enumerate(blocks):
+        where = f"/blocks/{index}"
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "section":
+            fields = block.get("fields") or []
+            if "text" in block or not fields:
+                errors += _text_errors(
+                    block.get("text"), SLACK_LIMITS["section_text"], where + "/text"
+                )
+            if len(fields) > SLACK_LIMITS["section_fields"]:
+                errors.append(f"no more than 10 items allowed [json-pointer:{where}/fields]")
+            for number, item in enumerate(fields):
+                errors += _text_errors(item, SLACK_LIMITS["field_text"], f"{where}/fields/{number}")
+        elif kind == "header":
+            errors += _text_errors(block.get("text"), SLACK_LIMITS["header_text"], where + "/text")
+        elif kind == "context":
+            elements = block.get("elements") or []
+            if not elements or len(elements) > SLACK_LIMITS["context_elements"]:
+                errors.append(f"must have 1 to 10 items [json-pointer:{where}/elements]")
+            for number, item in enumerate(elements):
+                errors += _text_errors(
+                    item, SLACK_LIMITS["context_text"], f"{where}/elements/{number}"
+                )
+        elif kind != "divider":
+            errors.append(f"unsupported block type [json-pointer:{where}/type]")
+    return errors
 
 
 @dataclass
@@ -153,6 +214,17 @@ class FakeSlack(LocalFake):
                 return 200, {}, {"ok": False, "error": "channel_not_found"}
             if not body.get("text") and not body.get("blocks"):
                 return 200, {}, {"ok": False, "error": "no_text"}
+            if len(str(body.get("text") or "")) > SLACK_LIMITS["text"]:
+                return 200, {}, {"ok": False, "error": "msg_too_long"}
+            errors = block_errors(body["blocks"]) if body.get("blocks") is not None else []
+            if errors:
+                answer = {
+                    "ok": False,
+                    "error": "invalid_blocks",
+                    "errors": errors,
+                    "response_metadata": {"messages": [f"[ERROR] {e}" for e in errors]},
+                }
+                return 200, {}, answer
             thread_ts = body.get("thread_ts")
             with self._lock:
                 root = self._posted.get(thread_ts) if thread_ts else None

@@ -6,13 +6,14 @@ slice in the rule's scope). The Dagster checks, the Slack message and the docs
 (`docs/alerts.md`) are built on that list.
 
 Modules: `model` (rules, config, outcomes), `config` (the rules file, parsed by pydantic;
-the defaults are the packaged `default_rules.yaml`), `scope` (slice patterns),
-`statistics` (pooling, noise, Wilson bounds, false-discovery control), `readings` (a slice
-row read for a rule), `levels` (service levels), `evaluation` (drops, the day's outcomes),
-`wording` (every sentence about an outcome), `incidents` (the one transition that opens,
-carries and closes an incident, with hysteresis; what pages), `attribution` (which slice
-leads an alert: the share of a parent's drop a narrower slice explains, and its surprise;
-`explanation` holds what one such slice explains).
+the defaults are the packaged `default_rules.yaml`), `yaml_file` (reading it: bounded, no
+YAML aliases), `field_types` (what each key accepts, every number bounded), `scope`
+(slice patterns), `statistics` (pooling, noise, Wilson bounds, false-discovery control),
+`readings` (a slice row read for a rule), `levels` (service levels), `evaluation` (drops,
+the day's outcomes), `wording` (every sentence about an outcome), `incidents` (the one
+transition that opens, carries and closes an incident, with hysteresis; what pages),
+`attribution` (which slice leads an alert: the share of a parent's drop a narrower slice
+explains, and its surprise; `explanation` holds what one such slice explains).
 """
 
 from seer_metrics.rules.attribution import (

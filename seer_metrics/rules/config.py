@@ -3,22 +3,48 @@
 The default rules ship inside the package (`default_rules.yaml`, the file `DEFAULT_RULES`
 is loaded from); a rules file given by path replaces them, and a file without a `rules`
 list keeps the default rules with its own settings.
+
+A rules file is input a user may get wrong or craft: `yaml_file` reads it (bounded in
+size and nesting, no YAML aliases), `field_types` checks each key (every number finite and
+in its range, a value quoted briefly), and an error lists at most `MAX_ERROR_LINES`
+problems.
 """
 
 from __future__ import annotations
 
-import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 
+from seer_metrics.rules.field_types import (
+    QUOTE_LIMIT,
+    RULE_NAME_PATTERN,
+    Confidence,
+    Days,
+    KeyedError,
+    Number,
+    Passes,
+    Patterns,
+    Rate,
+    SampleSize,
+    SeverityName,
+    check_range,
+    choice,
+    cut,
+    flag,
+    one_slice,
+    patterns,
+    quoted,
+    rule_name,
+    statistic_range,
+    text_value,
+    threshold_range,
+)
 from seer_metrics.rules.model import (
     DEFAULT_BASELINE_LOOKBACK_DAYS,
     DEFAULT_CLOSE_AFTER_PASSES,
@@ -29,7 +55,6 @@ from seer_metrics.rules.model import (
     DEFAULT_TRAILING_DAYS,
     DROP_STATISTICS,
     RULE_KINDS,
-    SEVERITIES,
     SHARE_STATISTICS,
     STATISTICS,
     Baseline,
@@ -39,114 +64,13 @@ from seer_metrics.rules.model import (
     RuleKind,
     RulesConfig,
     RulesConfigError,
-    Severity,
     SliceOverride,
 )
-from seer_metrics.rules.scope import pattern_pairs
-from seer_metrics.slices.groups import ALL_SLICE
-from seer_metrics.slices.identity import SliceIdentity
+from seer_metrics.rules.yaml_file import read_rules_file, read_yaml
 
 RULES_FILE_ENV = "SEER_RULES_FILE"
 DEFAULT_RULES_RESOURCE = "default_rules.yaml"
-RULE_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class _KeyError(ValueError):
-    """A check across fields of one section that blames one of its keys (or none)."""
-
-    def __init__(self, key: str | None, message: str) -> None:
-        super().__init__(message)
-        self.key = key
-
-
-# ---------------------------------------------------------------------------------------
-# Field types: each check words its error the same way everywhere.
-
-
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise ValueError(f"expected a number, got {value!r}")
-    return float(value)
-
-
-def _positive_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"expected an integer >= 1, got {value!r}")
-    return value
-
-
-def _choice(choices: Sequence[str], fold_case: bool = False):
-    def check(value: Any) -> str:
-        if fold_case and isinstance(value, str) and value.upper() in choices:
-            return value.upper()
-        if value not in choices:
-            raise ValueError(f"expected one of {list(choices)}, got {value!r}")
-        return value
-
-    return check
-
-
-def _probability(low: float, high: float, closed_low: bool):
-    def check(value: Any) -> float:
-        number = _number(value)
-        inside = (low <= number if closed_low else low < number) and number < high
-        if not inside:
-            opening = "[" if closed_low else "("
-            raise ValueError(
-                f"expected a probability in {opening}{low:g}, {high:g}), got {value!r}"
-            )
-        return number
-
-    return check
-
-
-def _patterns(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
-        raise ValueError(f"expected a list of slice patterns, got {value!r}")
-    for pattern in value:
-        if pattern not in ("*", ALL_SLICE) and "=" not in pattern:
-            raise ValueError(
-                f"slice pattern {pattern!r} must be 'all', '*' or 'key=value' "
-                "(the value may use * and ? wildcards)"
-            )
-        if pattern not in ("*", ALL_SLICE):
-            pattern_pairs(pattern)  # a ValueError naming the pattern when it is no pairs
-    return tuple(value)
-
-
-def _one_slice(value: Any) -> str:
-    (label,) = _patterns([value])
-    if any(ch in label for ch in "*?[") or label == "*":
-        raise ValueError(f"must name one slice, got {label!r}")
-    return SliceIdentity.decode(label).label  # as the slice table spells it
-
-
-def _rule_name(value: Any) -> str:
-    if not isinstance(value, str) or not RULE_NAME_PATTERN.match(value):
-        raise ValueError(f"expected an identifier (letters, digits, _), got {value!r}")
-    return value
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError("expected text")
-    return value
-
-
-def _flag(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
-    return value
-
-
-Number = Annotated[float, BeforeValidator(_number)]
-PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
-SeverityName = Annotated[Severity, BeforeValidator(_choice(SEVERITIES, fold_case=True))]
-Confidence = Annotated[float, BeforeValidator(_probability(0.5, 1.0, closed_low=True))]
-Rate = Annotated[float, BeforeValidator(_probability(0.0, 1.0, closed_low=False))]
-Patterns = Annotated[tuple[str, ...], BeforeValidator(_patterns)]
+MAX_ERROR_LINES = 20  # problems one error lists
 
 
 class _Section(BaseModel):
@@ -157,60 +81,65 @@ class OverrideModel(_Section):
     slices: Patterns
     threshold: Number | None = None
     severity: SeverityName | None = None
-    enabled: Annotated[bool, BeforeValidator(_flag)] | None = None
-    minimum_sample: PositiveInt | None = None
+    enabled: Annotated[bool, BeforeValidator(flag)] | None = None
+    minimum_sample: SampleSize | None = None
 
 
 class BaselineModel(_Section):
-    trailing_days: PositiveInt = DEFAULT_TRAILING_DAYS
-    slice: Annotated[str, BeforeValidator(_one_slice)] | None = None
+    trailing_days: Days = DEFAULT_TRAILING_DAYS
+    slice: Annotated[str, BeforeValidator(one_slice)] | None = None
 
     @model_validator(mode="after")
     def _one_kind_of_baseline(self) -> BaselineModel:
         if self.slice is not None and "trailing_days" in self.model_fields_set:
-            raise _KeyError(None, "give either trailing_days or slice, not both")
+            raise KeyedError(None, "give either trailing_days or slice, not both")
         return self
 
 
 class RuleModel(_Section):
-    name: Annotated[str, BeforeValidator(_rule_name)]
-    kind: Annotated[RuleKind, BeforeValidator(_choice(RULE_KINDS))]
-    statistic: Annotated[str, BeforeValidator(_choice(tuple(STATISTICS)))]
+    name: Annotated[str, BeforeValidator(rule_name)]
+    kind: Annotated[RuleKind, BeforeValidator(choice(RULE_KINDS))]
+    statistic: Annotated[str, BeforeValidator(choice(tuple(STATISTICS)))]
     threshold: Number
     severity: SeverityName
-    comparison: Annotated[Comparison, BeforeValidator(_choice(("below", "above")))] = "below"
-    priority: Annotated[Priority, BeforeValidator(_choice(("high", "other", "any")))] = "any"
+    comparison: Annotated[Comparison, BeforeValidator(choice(("below", "above")))] = "below"
+    priority: Annotated[Priority, BeforeValidator(choice(("high", "other", "any")))] = "any"
     slices: Patterns = ("*",)
-    exclude_slices: Annotated[tuple[str, ...], BeforeValidator(lambda v: _patterns(v or []))] = ()
+    exclude_slices: Annotated[tuple[str, ...], BeforeValidator(lambda v: patterns(v or []))] = ()
     baseline: BaselineModel | None = None
     confidence: Confidence | None = None
-    minimum_sample: PositiveInt | None = None
+    minimum_sample: SampleSize | None = None
     overrides: tuple[OverrideModel, ...] = ()
-    description: Annotated[str, BeforeValidator(_text)] = ""
-    intersections: Annotated[bool, BeforeValidator(_flag)] | None = None
+    description: Annotated[str, BeforeValidator(text_value)] = ""
+    intersections: Annotated[bool, BeforeValidator(flag)] | None = None
     worsen_by: Number | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> RuleModel:
         if self.kind == "drop":
             if self.statistic not in DROP_STATISTICS:
-                raise _KeyError(
+                raise KeyedError(
                     "statistic",
-                    f"expected one of {list(DROP_STATISTICS)}, got {self.statistic!r}",
+                    f"expected one of {list(DROP_STATISTICS)}, got {quoted(self.statistic)}",
                 )
-            if self.threshold < 0:
-                raise _KeyError("threshold", f"a drop must be >= 0, got {self.threshold}")
         elif self.baseline is not None:
             if self.statistic not in SHARE_STATISTICS:
-                raise _KeyError(
+                raise KeyedError(
                     "baseline",
                     "only for drop rules, or for a threshold rule on a share "
                     f"({list(SHARE_STATISTICS)}) compared with the slice's normal share",
                 )
             if self.baseline.slice is not None:
-                raise _KeyError("baseline", "a threshold rule compares with trailing days only")
+                raise KeyedError("baseline", "a threshold rule compares with trailing days only")
         if self.statistic.startswith("p10_") and self.confidence is not None:
-            raise _KeyError("confidence", "not available for a p10 statistic")
+            raise KeyedError("confidence", "not available for a p10 statistic")
+        thresholds = threshold_range(self.kind, self.statistic)
+        check_range("threshold", self.threshold, thresholds)
+        for index, override in enumerate(self.overrides):
+            if override.threshold is not None:
+                check_range(("overrides", index, "threshold"), override.threshold, thresholds)
+        if self.worsen_by is not None:
+            check_range("worsen_by", self.worsen_by, statistic_range(self.statistic))
         return self
 
     def to_rule(self) -> Rule:
@@ -254,12 +183,12 @@ class RuleModel(_Section):
 
 class RulesFileModel(_Section):
     high_priority_slices: Annotated[
-        tuple[str, ...], BeforeValidator(lambda v: _patterns(v) if v else ())
+        tuple[str, ...], BeforeValidator(lambda v: patterns(v) if v else ())
     ] = DEFAULT_HIGH_PRIORITY_SLICES
-    minimum_sample: PositiveInt = DEFAULT_MINIMUM_SAMPLE
+    minimum_sample: SampleSize = DEFAULT_MINIMUM_SAMPLE
     false_discovery_rate: Rate | None = DEFAULT_FALSE_DISCOVERY_RATE
-    close_after_passes: PositiveInt = DEFAULT_CLOSE_AFTER_PASSES
-    baseline_lookback_days: PositiveInt = DEFAULT_BASELINE_LOOKBACK_DAYS
+    close_after_passes: Passes = DEFAULT_CLOSE_AFTER_PASSES
+    baseline_lookback_days: Days = DEFAULT_BASELINE_LOOKBACK_DAYS
     rules: tuple[RuleModel, ...] | None = None
 
 
@@ -311,8 +240,8 @@ def _error_lines(error: ValidationError, raw: Any, source: str) -> list[str]:
             unknown.setdefault(loc[:-1], []).append(str(loc[-1]))
             continue
         cause = (item.get("ctx") or {}).get("error")
-        if isinstance(cause, _KeyError) and cause.key is not None:
-            loc = (*loc, cause.key)
+        if isinstance(cause, KeyedError) and cause.key is not None:
+            loc = (*loc, *cause.key)
         if kind == "missing":
             message = "required"
         elif isinstance(cause, ValueError):
@@ -330,9 +259,17 @@ def _error_lines(error: ValidationError, raw: Any, source: str) -> list[str]:
     for loc, keys in unknown.items():
         allowed = sorted(_SECTION_KEYS[_section_of(loc)])
         place = _place(loc, raw)
-        text = f"unknown key(s) {sorted(keys)}; allowed: {allowed}"
+        text = f"unknown key(s) {quoted(sorted(keys))}; allowed: {allowed}"
         lines.append(f"{source}: {place}: {text}" if place else f"{source}: {text}")
     return lines
+
+
+def _error_text(lines: Sequence[str]) -> str:
+    """The lines of one error, each cut to a line's length, at most `MAX_ERROR_LINES`."""
+    shown = [cut(line, 2 * QUOTE_LIMIT) for line in lines[:MAX_ERROR_LINES]]
+    if len(lines) > MAX_ERROR_LINES:
+        shown.append(f"... and {len(lines) - MAX_ERROR_LINES} more error(s)")
+    return "\n".join(shown)
 
 
 # ---------------------------------------------------------------------------------------
@@ -351,7 +288,7 @@ def parse_rules_config(raw: Any, source: str = "rules") -> RulesConfig:
     try:
         parsed = RulesFileModel.model_validate(raw)
     except ValidationError as error:
-        raise RulesConfigError("\n".join(_error_lines(error, raw, source))) from None
+        raise RulesConfigError(_error_text(_error_lines(error, raw, source))) from None
     if parsed.rules is None:
         rules = default_rules().rules
     else:
@@ -359,7 +296,7 @@ def parse_rules_config(raw: Any, source: str = "rules") -> RulesConfig:
     names = [rule.name for rule in rules]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise RulesConfigError(f"{source}: rules: duplicate rule name(s) {duplicates}")
+        raise RulesConfigError(f"{source}: rules: duplicate rule name(s) {quoted(duplicates)}")
     return RulesConfig(
         rules=rules,
         high_priority_slices=parsed.high_priority_slices,
@@ -370,13 +307,6 @@ def parse_rules_config(raw: Any, source: str = "rules") -> RulesConfig:
     )
 
 
-def _read_yaml(text: str, source: str) -> Any:
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise RulesConfigError(f"{source}: not valid YAML: {error}") from error
-
-
 def default_rules_text() -> str:
     """The packaged rules file, commented: the starting point of a custom rules file."""
     return resources.files(__package__).joinpath(DEFAULT_RULES_RESOURCE).read_text("utf-8")
@@ -385,7 +315,7 @@ def default_rules_text() -> str:
 @cache
 def default_rules() -> RulesConfig:
     """The rules Seer runs when no rules file is given (the packaged `default_rules.yaml`)."""
-    raw = _read_yaml(default_rules_text(), DEFAULT_RULES_RESOURCE)
+    raw = read_yaml(default_rules_text(), DEFAULT_RULES_RESOURCE)
     if not isinstance(raw, Mapping) or "rules" not in raw:
         raise RulesConfigError(f"{DEFAULT_RULES_RESOURCE}: the packaged file must list rules")
     return parse_rules_config(raw, source=DEFAULT_RULES_RESOURCE)
@@ -407,5 +337,5 @@ def load_rules_config(path: str | os.PathLike[str] | None = None) -> RulesConfig
         raise RulesConfigError(
             f"rules file {resolved} does not exist (from {RULES_FILE_ENV} or the path given)"
         )
-    raw = _read_yaml(resolved.read_text(encoding="utf-8"), str(resolved))
+    raw = read_yaml(read_rules_file(resolved), str(resolved))
     return parse_rules_config(raw, source=str(resolved))

@@ -1,10 +1,12 @@
 """Slack alerts: the `seer_alerts` outbox, the Block Kit message, and delivery.
 
 Flow: a check run records its failing outcomes in the outbox (`outbox`), then the
-dispatcher (`dispatch`) builds ONE message per partition (`message`, with examples from
-`examples`) and delivers it through the Slack resource (`slack`). See docs/alerts.md.
+dispatcher (`dispatch`) builds ONE message per partition (`message`, from the pieces in
+`blocks`, within Slack's limits; examples from `examples`) and delivers it through the
+Slack resource (`slack`). See docs/alerts.md.
 """
 
+from seer_pipelines.alerts.blocks import SlackMessage, escape_mrkdwn, slack_link
 from seer_pipelines.alerts.dispatch import (
     AlertDispatcher,
     DayAlerts,
@@ -15,14 +17,11 @@ from seer_pipelines.alerts.dispatch import (
 from seer_pipelines.alerts.examples import top_missing_requirements
 from seer_pipelines.alerts.incident_store import DayIncidents, IncidentStore
 from seer_pipelines.alerts.message import (
-    SlackMessage,
     build_check_message,
     build_freshness_message,
     build_recovered_message,
     build_run_failure_message,
-    escape_mrkdwn,
     render_console,
-    slack_link,
 )
 from seer_pipelines.alerts.outbox import (
     CARRIED,

@@ -12,9 +12,9 @@ from typing import Any
 import pandas as pd
 
 from seer_metrics.rules import CheckOutcome, alert_order, as_date
+from seer_pipelines.alerts.blocks import SlackMessage
 from seer_pipelines.alerts.incident_store import DayIncidents, IncidentStore
 from seer_pipelines.alerts.message import (
-    SlackMessage,
     build_check_message,
     build_freshness_message,
     build_recovered_message,

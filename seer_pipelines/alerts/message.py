@@ -2,6 +2,10 @@
 
 Everything user-controlled that reaches mrkdwn (slice labels, metadata values, requirement
 texts, error messages) goes through `escape_mrkdwn`, so `<!channel>` is shown, not sent.
+
+Every message fits Slack's limits (`blocks`: labels and check names cut with an ellipsis,
+every text cut without splitting a link, at most 50 blocks); the summary keeps its check
+names and run link whatever precedes them.
 """
 
 from __future__ import annotations
@@ -9,64 +13,46 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from datetime import date
 from typing import Any
-from urllib.parse import quote
 
 from seer_metrics.rules import CheckOutcome, outcome_summary
 from seer_metrics.rules.wording import escalation_note, recovery_note
 from seer_metrics.slices.groups import ALL_SLICE
 from seer_metrics.slices.identity import display_label
 from seer_metrics.text.redaction import shorten
+from seer_pipelines.alerts.blocks import (
+    MAX_LABEL_CHARS,
+    MAX_SECTION_CHARS,
+    SlackMessage,
+    context,
+    cut_mrkdwn,
+    escape_mrkdwn,
+    header,
+    packed_sections,
+    section,
+    short_label,
+    slack_link,
+)
 from seer_pipelines.alerts.outbox import Alert
 
 DEFAULT_DAGSTER_URL = "http://localhost:3000"
 MAX_SLICE_SECTIONS = 20
-MAX_SECTION_CHARS = 2900
+MAX_HEADLINE_CHARS = 600  # a lead's headline, a rule's sentence
+MAX_CHECK_NAMES = 5
 SEVERITY_ICONS = {"ERROR": ":red_circle:", "WARN": ":large_orange_circle:"}
 SEVERITY_ORDER = {"ERROR": 0, "WARN": 1}
 
 
-@dataclass(frozen=True)
-class SlackMessage:
-    """What is posted: a plain-text fallback (notifications) and Block Kit blocks."""
-
-    text: str
-    blocks: list[dict[str, Any]]
-
-
-def escape_mrkdwn(text: Any) -> str:
-    """Escape Slack's control characters so user text can never form a link or mention."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def slack_link(url: str, label: str) -> str:
-    """`<url|label>` with the label escaped and the URL unable to break out of the link."""
-    safe_url = quote(url, safe=":/?#[]@!$&'()*+,;=%-._~")
-    return f"<{safe_url}|{escape_mrkdwn(label).replace('|', '¦')}>"
+def shown_slice(label: str) -> str:
+    """A slice as a person reads it (`display_label`: a value with a comma or an equals
+    sign quoted), cut to the message's label length; never parsed back."""
+    return short_label(display_label(label))
 
 
 def run_url(dagster_url: str, run_id: str) -> str:
     return f"{dagster_url.rstrip('/')}/runs/{run_id}"
-
-
-def section(text: str) -> dict[str, Any]:
-    return {
-        "type": "section",
-        "text": {"type": "mrkdwn", "text": shorten(text, MAX_SECTION_CHARS, one_line=False)},
-    }
-
-
-def context(text: str) -> dict[str, Any]:
-    return {
-        "type": "context",
-        "elements": [{"type": "mrkdwn", "text": shorten(text, MAX_SECTION_CHARS, one_line=False)}],
-    }
-
-
-def header(text: str) -> dict[str, Any]:
-    return {"type": "header", "text": {"type": "plain_text", "text": shorten(text, 150)}}
 
 
 def _events(count: int) -> str:
@@ -86,8 +72,8 @@ def outcome_line(alert: Alert) -> str:
     icon = SEVERITY_ICONS.get(alert.severity, ":white_circle:")
     outcome = outcome_of(alert)
     line = (
-        f"{icon} *{escape_mrkdwn(alert.severity)}* `{escape_mrkdwn(alert.rule)}`: "
-        f"{escape_mrkdwn(outcome_summary(outcome))}"
+        f"{icon} *{escape_mrkdwn(alert.severity)}* `{escape_mrkdwn(short_label(alert.rule))}`: "
+        f"{escape_mrkdwn(shorten(outcome_summary(outcome), MAX_HEADLINE_CHARS))}"
     )
     incident = alert.payload.get("incident") or {}
     if incident.get("state") == "escalated":
@@ -97,7 +83,7 @@ def outcome_line(alert: Alert) -> str:
             str(incident.get("opened_on") or "?"),
             incident.get("opened_observed"),
         )
-        line += f" *{escape_mrkdwn(note)}*"
+        line += f" *{escape_mrkdwn(shorten(note, MAX_HEADLINE_CHARS))}*"
     return line
 
 
@@ -127,11 +113,20 @@ def _leads(alert: Alert) -> bool:
 def still_open_line(carried: Sequence[Alert]) -> str:
     """One short line for the service levels that keep failing under an open incident."""
     items = []
-    for alert in sorted(carried, key=lambda a: (a.rule, a.slice)):
+    ordered = sorted(carried, key=lambda a: (a.rule, a.slice))
+    for alert in ordered[:MAX_SLICE_SECTIONS]:
         since = (alert.payload.get("incident") or {}).get("opened_on") or "?"
-        shown = escape_mrkdwn(display_label(alert.slice))
-        items.append(f"`{escape_mrkdwn(alert.rule)}` on {shown} since {since}")
-    return "Still open (no new page): " + "; ".join(items)
+        rule, label = (
+            escape_mrkdwn(short_label(alert.rule)),
+            escape_mrkdwn(shown_slice(alert.slice)),
+        )
+        items.append(f"`{rule}` on {label} since {escape_mrkdwn(short_label(since))}")
+    more = (
+        f"; and {len(ordered) - MAX_SLICE_SECTIONS} more"
+        if len(ordered) > MAX_SLICE_SECTIONS
+        else ""
+    )
+    return "Still open (no new page): " + "; ".join(items) + more
 
 
 def build_check_message(
@@ -163,25 +158,34 @@ def build_check_message(
         slack_link(run_url(dagster_url, run_id), f"Dagster run {run_id[:8]}") if run_id else "n/a"
     )
     plural = "s" if len(alerts) != 1 else ""
-    slice_names = ", ".join(f"*{escape_mrkdwn(display_label(label))}*" for label in slices[:8])
+    slice_names = ", ".join(f"*{escape_mrkdwn(shown_slice(label))}*" for label in slices[:8])
     if len(slices) > 8:
         slice_names += f" and {len(slices) - 8} more"
     leads = [a for a in alerts if _leads(a) and a.payload.get("headline")]
     lead = min(leads, key=lambda a: a.payload.get("alert_rank", 0), default=None)
-    lead_text = f"*{escape_mrkdwn(lead.payload['headline'])}*\n" if lead else ""
+    lead_text = ""
+    if lead:
+        lead_text = f"*{escape_mrkdwn(shorten(lead.payload['headline'], MAX_HEADLINE_CHARS))}*\n"
+    # The check names and the run link end the summary, and what precedes them is cut to
+    # leave them room: long labels must not push them out of the section.
+    checks = sorted({a.rule for a in alerts})
+    check_names = ", ".join(f"`{escape_mrkdwn(short_label(r))}`" for r in checks[:MAX_CHECK_NAMES])
+    if len(checks) > MAX_CHECK_NAMES:
+        check_names += f" and {len(checks) - MAX_CHECK_NAMES} more"
+    tail = f" Checks: {check_names}. Run: {where}"
+    summary = (
+        f"{lead_text}*{len(alerts)} failing check{plural}* ({severity_text}) on "
+        f"`{escape_mrkdwn(asset)}`, partition *{partition_date}*, in {slice_names}."
+    )
     blocks: list[dict[str, Any]] = [
         header(f"Seer: retrieval quality alert for {partition_date}"),
-        section(
-            f"{lead_text}*{len(alerts)} failing check{plural}* ({severity_text}) on "
-            f"`{escape_mrkdwn(asset)}`, partition *{partition_date}*, in {slice_names}. "
-            f"Run: {where}"
-        ),
+        section(cut_mrkdwn(summary, MAX_SECTION_CHARS - len(tail)) + tail),
         {"type": "divider"},
     ]
     for label in slices[:MAX_SLICE_SECTIONS]:
         group = by_slice[label]
         priority = " (high priority)" if group[0].payload.get("high_priority") else ""
-        shown = escape_mrkdwn(display_label(label))
+        shown = escape_mrkdwn(shown_slice(label))
         lines = [f"*{shown}*{priority}", *(outcome_line(a) for a in group)]
         blocks.append(section("\n".join(lines)))
         slice_examples = examples.get(label)
@@ -204,7 +208,7 @@ def build_check_message(
         )
     )
     summary = "; ".join(
-        f"{display_label(label)}: {', '.join(a.rule for a in by_slice[label])}"
+        f"{shown_slice(label)}: {', '.join(short_label(a.rule) for a in by_slice[label])}"
         for label in slices[:4]
     )
     more = f"; and {len(slices) - 4} more slices" if len(slices) > 4 else ""
@@ -220,8 +224,8 @@ def recovered_line(alert: Alert) -> str:
     payload = alert.payload
     opened, last = payload.get("opened_on", "?"), payload.get("last_failed_on", "?")
     failing = f"failing since {opened}" if opened == last else f"failing {opened} to {last}"
-    shown = escape_mrkdwn(display_label(alert.slice))
-    line = f"`{escape_mrkdwn(alert.rule)}` on *{shown}* ({failing})"
+    rule, label = escape_mrkdwn(short_label(alert.rule)), escape_mrkdwn(shown_slice(alert.slice))
+    line = f"`{rule}` on *{label}* ({escape_mrkdwn(shorten(failing, MAX_LABEL_CHARS))})"
     statistic = payload.get("statistic")
     if statistic and payload.get("last_observed") is not None:
         note = recovery_note(
@@ -230,7 +234,7 @@ def recovered_line(alert: Alert) -> str:
             payload.get("opened_baseline"),
             payload.get("opened_observed"),
         )
-        line += f": {escape_mrkdwn(note)}"
+        line += f": {escape_mrkdwn(shorten(note, MAX_HEADLINE_CHARS))}"
     return line
 
 
@@ -239,11 +243,14 @@ def build_recovered_message(alerts: Sequence[Alert]) -> SlackMessage:
     incidents closed): the level each is back at against the level before the incident."""
     closed = alerts[0].payload.get("closed_on") or alerts[0].partition_date
     plural = "s" if len(alerts) != 1 else ""
-    lines = [f":white_check_mark: *Recovered* on {closed}: {len(alerts)} check{plural}"]
+    closed = shorten(str(closed), MAX_LABEL_CHARS)
+    lines = [
+        f":white_check_mark: *Recovered* on {escape_mrkdwn(closed)}: {len(alerts)} check{plural}"
+    ]
     lines += [f"• {recovered_line(alert)}" for alert in alerts]
-    names = ", ".join(f"{a.rule} on {display_label(a.slice)}" for a in alerts)
+    names = ", ".join(f"{short_label(a.rule)} on {shown_slice(a.slice)}" for a in alerts)
     plain = f"Seer: recovered on {closed}: {names}"
-    return SlackMessage(text=escape_mrkdwn(plain), blocks=[section("\n".join(lines))])
+    return SlackMessage(text=escape_mrkdwn(plain), blocks=packed_sections(lines))
 
 
 def build_run_failure_message(
@@ -254,9 +261,11 @@ def build_run_failure_message(
     is therefore one message listing its days, not one post per run."""
     groups: dict[tuple[str, str], list[Alert]] = {}
     for alert in alerts:
-        key = (str(alert.payload.get("job", "?")), str(alert.payload.get("error") or ""))
+        key = (short_label(alert.payload.get("job", "?")), str(alert.payload.get("error") or ""))
         groups.setdefault(key, []).append(alert)
-    backfills = sorted({str(a.payload["backfill"]) for a in alerts if a.payload.get("backfill")})
+    backfills = sorted(
+        {short_label(a.payload["backfill"]) for a in alerts if a.payload.get("backfill")}
+    )
     title = f"Seer: {len(alerts)} run(s) failed"
     if backfills:
         title += f" in backfill {', '.join(backfills)}"
@@ -264,7 +273,7 @@ def build_run_failure_message(
     for (job, error), group in groups.items():
         days = sorted({str(a.payload["partition"]) for a in group if a.payload.get("partition")})
         on_days = f" on {len(days)} day(s): {escape_mrkdwn(', '.join(days))}" if days else ""
-        runs = [str(a.payload.get("run_id", a.slice)) for a in group]
+        runs = [short_label(a.payload.get("run_id", a.slice)) for a in group]
         links = ", ".join(slack_link(run_url(dagster_url, r), f"run {r[:8]}") for r in runs[:5])
         more = f" and {len(runs) - 5} more" if len(runs) > 5 else ""
         cause = escape_mrkdwn(shorten(error or "no error message", 1500, one_line=False))

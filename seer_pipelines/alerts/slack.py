@@ -10,7 +10,8 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from seer_metrics.text.redaction import redact_secrets, register_secret
-from seer_pipelines.alerts.message import DEFAULT_DAGSTER_URL, SlackMessage, render_console
+from seer_pipelines.alerts.blocks import SlackMessage
+from seer_pipelines.alerts.message import DEFAULT_DAGSTER_URL, render_console
 from seer_pipelines.settings import setting
 
 logger = logging.getLogger("seer.alerts")

@@ -101,3 +101,32 @@ def test_injected_faults_are_consumed_in_order_and_unknown_ones_refused() -> Non
         with pytest.raises(urllib.error.HTTPError) as raised:
             urllib.request.urlopen(request, timeout=5)
         assert raised.value.code == 400
+
+
+@pytest.mark.parametrize(
+    ("fault", "headers_at_once"), [("trickle", True), ("trickle_headers", False)]
+)
+def test_a_trickled_answer_is_whole_and_arrives_a_byte_at_a_time(
+    fault: str, headers_at_once: bool
+) -> None:
+    """The answer is a complete, valid reply; `trickle` sends its headers at once (a client
+    sees the status and waits for the body), `trickle_headers` not even those."""
+    with FakeJudgeServer(ORACLE, trickle_seconds=0.002) as server:
+        server.inject(fault)
+        client = openai.OpenAI(api_key="k", base_url=server.base_url, max_retries=0)
+        sent = time.monotonic()
+        with client.chat.completions.with_streaming_response.create(
+            model="fake",
+            messages=prompts.requirements_messages(QUERY),  # type: ignore[arg-type]
+            response_format=prompts.response_format(  # type: ignore[arg-type]
+                prompts.REQUIREMENTS_SCHEMA_NAME, prompts.REQUIREMENTS_SCHEMA
+            ),
+        ) as response:
+            started = time.monotonic()
+            headers_after = started - sent
+            body = response.read()
+            body_after = time.monotonic() - started
+    content = json.loads(body)["choices"][0]["message"]["content"]
+    assert json.loads(content) == {"requirements": [{"id": "r1", "text": "The director"}]}
+    assert body_after > len(body) * 0.002 * 0.8  # the body came a byte at a time
+    assert (headers_after < 0.1) is headers_at_once, headers_after

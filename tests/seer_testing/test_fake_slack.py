@@ -101,3 +101,52 @@ def test_a_thread_that_was_never_posted_is_refused() -> None:
                 web.chat_postMessage(channel=channel, text="recovered", thread_ts=ts)
             assert error.value.response["error"] == "thread_not_found"
         assert len(slack.messages) == 1
+
+
+def section(text: str) -> dict:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+@pytest.mark.parametrize(
+    ("text", "blocks", "error", "pointer"),
+    [
+        ("x" * 40_001, None, "msg_too_long", None),
+        ("hi", [section("x" * 3_001)], "invalid_blocks", "/blocks/0/text/text"),
+        ("hi", [section("")], "invalid_blocks", "/blocks/0/text/text"),
+        (
+            "hi",
+            [{"type": "header", "text": {"type": "plain_text", "text": "h" * 151}}],
+            "invalid_blocks",
+            "/blocks/0/text/text",
+        ),
+        (
+            "hi",
+            [
+                {"type": "divider"},
+                {"type": "context", "elements": [{"type": "mrkdwn", "text": "c" * 3_001}]},
+            ],
+            "invalid_blocks",
+            "/blocks/1/elements/0/text",
+        ),
+        ("hi", [section("ok")] * 51, "invalid_blocks", "/blocks]"),
+    ],
+    ids=["text", "section", "empty-section", "header", "context", "51-blocks"],
+)
+def test_messages_over_slacks_limits_are_refused_as_slack_does(
+    text: str, blocks: list | None, error: str, pointer: str | None
+) -> None:
+    with FakeSlack() as slack:
+        with pytest.raises(SlackApiError) as caught:
+            client(slack).chat_postMessage(channel="#alerts", text=text, blocks=blocks)
+        assert caught.value.response["error"] == error
+        if pointer is not None:
+            assert any(pointer in item for item in caught.value.response["errors"])
+        assert slack.messages == []
+
+
+def test_messages_at_slacks_limits_are_taken() -> None:
+    header = {"type": "header", "text": {"type": "plain_text", "text": "h" * 150}}
+    blocks = [header, *[section("x" * 3_000)] * 49]
+    with FakeSlack() as slack:
+        client(slack).chat_postMessage(channel="#alerts", text="t" * 40_000, blocks=blocks)
+        assert len(slack.messages) == 1

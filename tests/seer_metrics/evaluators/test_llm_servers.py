@@ -271,6 +271,29 @@ def test_a_reply_that_trickles_in_is_cut_at_the_timeout() -> None:
     assert elapsed < 10
 
 
+@pytest.mark.parametrize("fault", ["trickle", "trickle_headers"])
+@pytest.mark.parametrize(("max_retries", "attempts"), [(0, 1), (2, 3)])
+def test_a_reply_that_trickles_in_on_every_attempt_is_a_timeout_within_the_timeout(
+    fault: str, max_retries: int, attempts: int
+) -> None:
+    """One byte every 0.5 s (of the body, or from the status line on) would take minutes to
+    send a reply and never trips a per-read timeout. Each attempt ends at the 1 s timeout,
+    as a timeout, retried as timeouts are: a correctness bound (under 3x the attempts'
+    timeouts), not a speed benchmark."""
+    with FakeJudgeServer(GoldOracle(GOLD), trickle_seconds=0.5) as server:
+        server.inject(fault, times=None)
+        judge = _evaluator(server, timeout_seconds=1.0, max_retries=max_retries)
+        started = time.monotonic()
+        (outcome,) = _run(judge, [_event("e1")])
+        elapsed = time.monotonic() - started
+        assert server.count() == attempts
+    plural = "s" if attempts > 1 else ""
+    assert outcome.status == "error"
+    assert outcome.reason == f"timeout: no reply within 1 s (after {attempts} attempt{plural})"
+    assert outcome.model_calls == attempts
+    assert elapsed < 3 * attempts * 1.0, elapsed
+
+
 def test_no_requirements_is_a_failed_judgment_never_an_ok_row(tmp_path) -> None:
     store = JudgmentStore(tmp_path / "c.sqlite")
     with FakeJudgeServer(GoldOracle(GOLD)) as server:
