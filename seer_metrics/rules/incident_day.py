@@ -2,9 +2,9 @@
 and pages (`advance_incidents`), and the day's verdicts as the incidents take them.
 
 Two rules look across slices, so they live here rather than in `follow`, which sees one
-(rule, slice) at a time: a change's pass is held while a narrower slice still fails the
-rule (`day_verdicts`, stored as decided so the folded history agrees), and a level a
-slice first breaches under its parent's open breach opens without a page
+(rule, slice) at a time: a change's pass is held while a slice sharing events with it
+still fails the rule (`day_verdicts`, stored as decided so the folded history agrees),
+and a level a slice first breaches under its parent's open breach opens without a page
 (`under_parent`).
 """
 
@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from seer_metrics.rules.attribution import is_narrower, parent_slices
+from seer_metrics.rules.attribution import parent_slices
 from seer_metrics.rules.incidents import (
     Incident,
     Verdict,
@@ -24,6 +24,7 @@ from seer_metrics.rules.incidents import (
 )
 from seer_metrics.rules.model import DEFAULT_CLOSE_AFTER_PASSES, CheckOutcome, RuleKind
 from seer_metrics.rules.readings import TOLERANCE
+from seer_metrics.slices.identity import SliceIdentity
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,8 @@ def advance_incidents(
 def day_verdicts(outcomes: Sequence[CheckOutcome]) -> list[Verdict]:
     """The day's verdicts as the incidents take them (and as they are stored, so that
     folding the stored verdicts gives the same incidents): each outcome's verdict, a
-    change's pass held as inconclusive while a narrower slice fails the same rule."""
+    change's pass held as inconclusive while a slice sharing events with it fails the same
+    rule."""
     failing: dict[str, list[str]] = {}
     for outcome in outcomes:
         if outcome.status == "fail":
@@ -147,20 +149,28 @@ def day_verdicts(outcomes: Sequence[CheckOutcome]) -> list[Verdict]:
         verdict = Verdict.of(outcome)
         if verdict is None:
             continue
-        if _held_by_narrower_failure(verdict, failing):
+        if _held_by_overlapping_failure(verdict, failing):
             verdict = replace(verdict, status="inconclusive")
         verdicts.append(verdict)
     return verdicts
 
 
-def _held_by_narrower_failure(verdict: Verdict, failing: Mapping[str, Sequence[str]]) -> bool:
+def _held_by_overlapping_failure(
+    verdict: Verdict, failing: Mapping[str, Sequence[str]]
+) -> bool:
     """A change's pass on a slice is not a recovery while the same rule fails today on a
-    narrower slice inside it: the breakage is still there, diluted in the wider slice.
-    (Lexical judge, a release on prod x v2: `tenant=acme` "recovered" on a day
-    `env=prod,tenant=acme` and `feature_flag=retrieval-v2,tenant=acme` still failed.)"""
+    slice that shares events with it (one inside it, one around it, or one across it):
+    the breakage may still be in its events, diluted. Lexical judge, releases on prod x v2
+    and prod x v1: `tenant=acme` and `env=prod,tenant=acme` "recovered" their bloat on a
+    day `feature_flag=retrieval-v1` still failed it, and `tenant=acme` its recall on a day
+    `env=prod,tenant=acme` still failed."""
     if verdict.kind != "drop" or verdict.status != "pass":
         return False
-    return any(is_narrower(child, verdict.slice) for child in failing.get(verdict.rule, ()))
+    mine = SliceIdentity.decode(verdict.slice)
+    return any(
+        label != verdict.slice and mine.may_overlap(SliceIdentity.decode(label))
+        for label in failing.get(verdict.rule, ())
+    )
 
 
 def _shares_parent_breach(

@@ -135,6 +135,11 @@ class SliceIdentity:
             for index in reversed(range(count))
         )
 
+    def may_overlap(self, other: SliceIdentity) -> bool:
+        """Whether the two slices can share events: no key fixed to different values."""
+        mine = dict(self.pairs)
+        return all(mine.get(key, value) == value for key, value in other.pairs)
+
     def is_narrower_than(self, parent: SliceIdentity) -> bool:
         """Whether every event of this slice is in `parent` and it fixes more keys."""
         return set(parent.pairs) < set(self.pairs)

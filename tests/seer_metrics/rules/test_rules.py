@@ -665,15 +665,18 @@ def test_a_level_its_parent_already_breaches_opens_without_a_page() -> None:
     assert {p.slice for p in drops.pages} == {"all", "tenant=t3"}
 
 
-def test_a_change_does_not_recover_while_a_narrower_slice_still_fails() -> None:
+def test_a_change_does_not_recover_while_a_slice_sharing_its_events_still_fails() -> None:
     """tenant=acme passes its drop test while env=prod,tenant=acme still fails it: the
-    breakage is diluted in the wider slice, not gone. Its pass is held, and stored so."""
+    breakage is diluted in the wider slice, not gone. Its pass is held, and stored so; so
+    is the pass of any slice that may share events with the failing one."""
     opened = advance_incidents([], [change("2026-11-20", "fail", "tenant=acme")])
     day = [
         change("2026-11-21", "pass", "tenant=acme"),
         change("2026-11-21", "fail", "env=prod,tenant=acme"),
-        change("2026-11-21", "pass", "env=prod"),  # env=prod,tenant=acme is inside it too
-        change("2026-11-21", "pass", "feature_flag=retrieval-v1"),  # no narrower failure
+        change("2026-11-21", "pass", "env=prod"),  # around it
+        change("2026-11-21", "pass", "feature_flag=retrieval-v1"),  # across it
+        change("2026-11-21", "pass", "tenant=initech"),  # apart from it: no hold
+        change("2026-11-21", "pass", "env=dev,tenant=acme"),  # apart too
     ]
     held = advance_incidents(opened.still_open, day, close_after_passes=1)
     assert held.closed == ()
@@ -683,9 +686,14 @@ def test_a_change_does_not_recover_while_a_narrower_slice_still_fails() -> None:
         "tenant=acme": "inconclusive",
         "env=prod,tenant=acme": "fail",
         "env=prod": "inconclusive",
-        "feature_flag=retrieval-v1": "pass",
+        "feature_flag=retrieval-v1": "inconclusive",
+        "tenant=initech": "pass",
+        "env=dev,tenant=acme": "pass",
     }
-    # once the narrower slice passes too, the pass counts
+    # a level is never held, nor a change by another rule's failure
+    other = [level("2026-11-21", "pass", "tenant=acme"), change("2026-11-21", "fail", "env=prod")]
+    assert [v.status for v in day_verdicts(other)] == ["pass", "fail"]
+    # once the slice inside it passes too, the pass counts
     later = [change("2026-11-22", "pass", s) for s in ("tenant=acme", "env=prod,tenant=acme")]
     closed = advance_incidents(held.still_open, later, close_after_passes=1)
     assert {i.slice for i in closed.closed} == {"tenant=acme", "env=prod,tenant=acme"}

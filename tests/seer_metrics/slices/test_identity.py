@@ -110,3 +110,12 @@ def test_the_key_and_value_columns_escape_the_parts_of_a_pair_only() -> None:
     pair = SliceIdentity.of(("env", "prod"), ("tenant", "acme,env=prod"))
     assert (pair.key_column, pair.value_column) == ("env,tenant", "prod,acme\\,env=prod")
     assert SliceIdentity.of(("a\\b", "1"), ("c", "2")).key_column == "a\\\\b,c"
+
+
+def test_slices_may_overlap_unless_a_key_is_fixed_to_another_value() -> None:
+    decode = SliceIdentity.decode
+    assert decode("tenant=acme").may_overlap(decode("env=prod,feature_flag=v1"))
+    assert decode("tenant=acme").may_overlap(decode("env=prod,tenant=acme"))
+    assert decode("all").may_overlap(decode("tenant=acme"))
+    assert not decode("tenant=acme").may_overlap(decode("env=prod,tenant=initech"))
+    assert not decode("tenant=acme\\,env=prod").may_overlap(decode("tenant=acme"))
