@@ -317,8 +317,9 @@ def alert_order(
     """The failing outcomes of a day, the slice that explains the most first.
 
     For each drop rule, each failing drop is either explained by a narrower failing slice
-    (followed down to the narrowest one: `explained_by`) or leads. Order: the leads (ERROR
-    before WARN, the largest impact on the whole traffic first), then the other failures
+    (followed down to the narrowest one: `explained_by`) or leads. Order: the leads (those
+    that explain a wider slice's change first, then ERROR before WARN, the largest impact
+    on the whole traffic first), then the other failures
     (changes before levels, ERROR before WARN, narrower and high-priority slices first,
     larger drops first), then the explained slices. `slice_rows` are the day's rows of
     the slice table (today's counts and means).
@@ -336,6 +337,9 @@ def alert_order(
         return (
             not item.leads,
             item.explained_by is not None,
+            # a lead that explains a wider slice's change (the end of its story) before
+            # one that explains nothing wider (a slice whose drop stays its own)
+            item.explanation is None,
             o.kind != "drop",
             _SEVERITY_ORDER.get(o.severity, 2),
             -(item.impact or 0.0),

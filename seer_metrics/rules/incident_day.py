@@ -155,9 +155,7 @@ def day_verdicts(outcomes: Sequence[CheckOutcome]) -> list[Verdict]:
     return verdicts
 
 
-def _held_by_overlapping_failure(
-    verdict: Verdict, failing: Mapping[str, Sequence[str]]
-) -> bool:
+def _held_by_overlapping_failure(verdict: Verdict, failing: Mapping[str, Sequence[str]]) -> bool:
     """A change's pass on a slice is not a recovery while the same rule fails today on a
     slice that shares events with it (one inside it, one around it, or one across it):
     the breakage may still be in its events, diluted. Lexical judge, releases on prod x v2
