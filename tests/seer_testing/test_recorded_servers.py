@@ -53,7 +53,7 @@ def test_the_proxy_records_what_the_server_sent_and_a_replay_gives_the_same_outc
     # The 500 for json_schema, then json_object: bodies and statuses as the server sent them.
     assert [e.status for e in exchanges] == [500, 200, 200, 200, 200]
     assert exchanges[0].request["response_format"]["type"] == "json_schema"
-    assert "Input should be 'json_object' or 'text'" in exchanges[0].response["error"]["message"]
+    assert "Input should be 'text' or 'json_object'" in exchanges[0].response["error"]["message"]
     assert exchanges[0].headers["content-type"].startswith("application/json")
     assert all(e.path == "/v1/chat/completions" and e.method == "POST" for e in exchanges)
     Recording({"name": "fake"}, {"run": {"exchanges": [e.to_dict() for e in exchanges]}}).save(

@@ -23,6 +23,7 @@ import pytest
 from seer_metrics import RetrievalEvent
 from seer_metrics.evaluators.llm import LLMEvaluator, LLMSettings, prompts
 from seer_metrics.evaluators.llm.replies import reason_code
+from seer_testing.judge_dialects import LLAMA_CPP_PYTHON, refusal
 from seer_testing.real_judge_runs import RUNS, TIMEOUT_SECONDS, command_line, portable, replay
 from seer_testing.recorded_servers import Exchange, Recording, ReplayServer
 
@@ -245,3 +246,23 @@ def test_a_reply_that_is_no_valid_answer_gets_one_repair_turn_holding_it(
             bad = original.response["choices"][0]["message"]["content"]
             assert messages[2] == {"role": "assistant", "content": bad}
             assert messages[3]["content"].startswith("Your previous reply could not be used: ")
+
+
+def test_the_fake_llama_cpp_python_dialect_refuses_json_schema_as_the_real_server_did() -> None:
+    """The fake judge's LLAMA_CPP_PYTHON dialect, which the 40-event "done when" test of
+    issue 19 runs against (test_llm_servers.py: every event scored as the OpenAI-shaped
+    server scores it, about two calls an event), answers the recorded probe with the real
+    status and body, up to the traceback the real server appends to its message."""
+    probes = [
+        _chat(recording.exchanges(run))[0]
+        for recording in RECORDINGS.values()
+        if recording.server["name"] == "llama-cpp-python"
+        for run in RUNS
+    ]
+    assert probes
+    for probe in probes:
+        status, body = refusal(LLAMA_CPP_PYTHON, probe.request)
+        real = probe.response["error"]
+        assert status == probe.status == 500
+        assert {**body["error"], "message": ""} == {**real, "message": ""}
+        assert real["message"].startswith(body["error"]["message"] + "\n\n  File ")
