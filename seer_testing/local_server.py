@@ -24,9 +24,14 @@ class JSONHandler(BaseHTTPRequestHandler):
 
     def send_json(self, status: int, headers: Mapping[str, str], payload: Any) -> None:
         data = json.dumps(payload).encode("utf-8")
+        self.send_body(status, "application/json; charset=utf-8", headers, data)
+
+    def send_body(
+        self, status: int, content_type: str, headers: Mapping[str, str], data: bytes
+    ) -> None:
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             for name, value in headers.items():
                 self.send_header(name, value)

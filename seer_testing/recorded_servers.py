@@ -154,16 +154,7 @@ def send_recorded(handler: JSONHandler, exchange: Exchange) -> None:
         data = json.dumps(exchange.response, ensure_ascii=False).encode("utf-8")
     headers = dict(exchange.headers)
     content_type = headers.pop("content-type", "application/json")
-    try:
-        handler.send_response(exchange.status)
-        handler.send_header("Content-Type", content_type)
-        handler.send_header("Content-Length", str(len(data)))
-        for name, value in headers.items():
-            handler.send_header(name, value)
-        handler.end_headers()
-        handler.wfile.write(data)
-    except (BrokenPipeError, ConnectionResetError):
-        handler.close_connection = True
+    handler.send_body(exchange.status, content_type, headers, data)
 
 
 class ReplayServer(LocalFake):
