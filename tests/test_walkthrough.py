@@ -695,6 +695,11 @@ DAGSTER_WARNINGS = (
         "docs/deployment.md",
         "`dg` still runs the project's code location",
     ),
+    (
+        r"Code server process has exited with code 0\. Restarting the code server process",
+        "docs/deployment.md",
+        "heartbeat came late, and Dagster restarted it",
+    ),
 )
 WARNING_LINE = re.compile(r"warning", re.IGNORECASE)
 
