@@ -318,8 +318,8 @@ def alert_order(
 
     For each drop rule, each failing drop is either explained by a narrower failing slice
     (followed down to the narrowest one: `explained_by`) or leads. Order: the leads (those
-    that explain a wider slice's change first, then ERROR before WARN, the largest impact
-    on the whole traffic first), then the other failures
+    that explain a wider slice's change first, the widest such change first, then ERROR
+    before WARN, the largest impact on the whole traffic first), then the other failures
     (changes before levels, ERROR before WARN, narrower and high-priority slices first,
     larger drops first), then the explained slices. `slice_rows` are the day's rows of
     the slice table (today's counts and means).
@@ -338,8 +338,10 @@ def alert_order(
             not item.leads,
             item.explained_by is not None,
             # a lead that explains a wider slice's change (the end of its story) before
-            # one that explains nothing wider (a slice whose drop stays its own)
+            # one that explains nothing wider (a slice whose drop stays its own), and the
+            # one that explains the widest change first (all's before env=prod's)
             item.explanation is None,
+            key_count(item.explanation.parent) if item.explanation else 0,
             o.kind != "drop",
             _SEVERITY_ORDER.get(o.severity, 2),
             -(item.impact or 0.0),

@@ -949,6 +949,44 @@ def test_alert_leads_with_the_narrowest_slice_that_explains_the_drop() -> None:
     )
 
 
+def test_the_lead_that_explains_the_widest_change_comes_first() -> None:
+    """tenant=acme explains the whole traffic's recall drift (WARN); a pair inside it
+    explains env=prod's recall drop (ERROR). The tenant leads: its story is the widest,
+    the pair's is a part of it (lexical judge: such pairs led 6 of 20 lost top hits)."""
+
+    def drop(rule, label, severity, n, observed, base_n, noise) -> CheckOutcome:
+        return CheckOutcome(
+            rule=rule,
+            slice=label,
+            status="fail",
+            severity=severity,
+            statistic="mean_recall",
+            observed=observed,
+            threshold=0.08,
+            sample_size=n,
+            message=f"{label} fell",
+            partition_date=DAY,
+            kind="drop",
+            baseline=0.77,
+            baseline_sample_size=base_n,
+            delta=0.77 - observed,
+            noise=noise,
+        )
+
+    outcomes = [
+        drop("recall_drift", "all", "WARN", 300, 0.57, 2000, 0.05),
+        drop("recall_drift", "tenant=acme", "WARN", 120, 0.27, 800, 0.1),
+        drop("recall_drop", "env=prod", "ERROR", 200, 0.70, 1400, 0.05),
+        drop("recall_drop", "env=prod,tenant=acme", "ERROR", 40, 0.42, 280, 0.1),
+    ]
+    items = alert_order(outcomes)
+    leads = [(i.outcome.rule, i.outcome.slice, i.explanation.parent) for i in items if i.leads]
+    assert leads == [
+        ("recall_drift", "tenant=acme", "all"),
+        ("recall_drop", "env=prod,tenant=acme", "env=prod"),
+    ]
+
+
 def test_a_drop_spread_over_the_parent_is_not_explained_by_the_child() -> None:
     today, past = release_day()
     # the rest of prod dropped too: prod's drop is not the pair's alone
