@@ -140,10 +140,10 @@ def day_verdicts(outcomes: Sequence[CheckOutcome]) -> list[Verdict]:
     folding the stored verdicts gives the same incidents): each outcome's verdict, a
     change's pass held as inconclusive while a slice sharing events with it fails the same
     rule."""
-    failing: dict[str, list[str]] = {}
+    failing: dict[str, list[SliceIdentity]] = {}
     for outcome in outcomes:
         if outcome.status == "fail":
-            failing.setdefault(outcome.rule, []).append(outcome.slice)
+            failing.setdefault(outcome.rule, []).append(SliceIdentity.decode(outcome.slice))
     verdicts = []
     for outcome in outcomes:
         verdict = Verdict.of(outcome)
@@ -155,20 +155,20 @@ def day_verdicts(outcomes: Sequence[CheckOutcome]) -> list[Verdict]:
     return verdicts
 
 
-def _held_by_overlapping_failure(verdict: Verdict, failing: Mapping[str, Sequence[str]]) -> bool:
+def _held_by_overlapping_failure(
+    verdict: Verdict, failing: Mapping[str, Sequence[SliceIdentity]]
+) -> bool:
     """A change's pass on a slice is not a recovery while the same rule fails today on a
     slice that shares events with it (one inside it, one around it, or one across it):
     the breakage may still be in its events, diluted. Lexical judge, releases on prod x v2
     and prod x v1: `tenant=acme` and `env=prod,tenant=acme` "recovered" their bloat on a
     day `feature_flag=retrieval-v1` still failed it, and `tenant=acme` its recall on a day
     `env=prod,tenant=acme` still failed."""
-    if verdict.kind != "drop" or verdict.status != "pass":
+    others = failing.get(verdict.rule)
+    if verdict.kind != "drop" or verdict.status != "pass" or not others:
         return False
     mine = SliceIdentity.decode(verdict.slice)
-    return any(
-        label != verdict.slice and mine.may_overlap(SliceIdentity.decode(label))
-        for label in failing.get(verdict.rule, ())
-    )
+    return any(other != mine and mine.may_overlap(other) for other in others)
 
 
 def _shares_parent_breach(
