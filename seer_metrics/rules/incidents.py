@@ -145,7 +145,9 @@ class Incident:
     recovery_gap: float = 0.0
     recovery_noise: float = 0.0
     # Whether a person was told of it: False for a level opened under its parent's open
-    # breach (`under_parent`) until it gets much worse. Its close then posts no reply.
+    # breach (`under_parent`) until it gets much worse. Only the day's replay
+    # (`advance_incidents`) knows it; the warehouse's folded history does not (there the
+    # outbox holds what was posted, and a close with nothing posted sends no reply).
     paged: bool = True
 
     @property

@@ -197,8 +197,8 @@ def read_day_sample(
     """The chosen rows of `day` (`sizes[stratum]` smallest keyed hashes of each stratum),
     in `event_ts` order, in chunks; each record has `stratum` besides `SAMPLE_FIELDS`.
 
-    The sample is ranked on narrow rows and streamed in order; each chunk's rows are then
-    read whole by their locator, in the same snapshot (repeatable read), so the wide
+    The sample is ranked on narrow rows, fetched in order (`_narrow_chunks`); each chunk's
+    rows are then read whole by their locator, in the same snapshot (repeatable read), so the wide
     columns of the day are read for the chosen rows only. With the strata's
     `populations`, only the rows whose hash is below a bound that holds the stratum's
     sample with a margin of 8 standard deviations are ranked (the window then sorts

@@ -119,9 +119,9 @@ class _PostgresSql(DialectSql):
     def metadata(self) -> sa.ColumnElement[Any]:
         column = self.table.c[self.columns["metadata"]]
         if isinstance(column.type, sa.JSON):
-            return sa.cast(column, sa.dialects.postgresql.JSONB)
+            return sa.cast(column, JSONB)
         text = sa.func.nullif(sa.func.btrim(sa.cast(column, sa.Text)), "")
-        return sa.cast(text, sa.dialects.postgresql.JSONB)
+        return sa.cast(text, JSONB)
 
     def picked_rows(
         self, where: sa.ColumnElement[bool], columns: Sequence[Any], slice_keys: Sequence[str]
@@ -129,8 +129,7 @@ class _PostgresSql(DialectSql):
         """One `jsonb_to_record` a row (a lateral function scan) parses the metadata once
         and hands every key's JSON value over; without an OFFSET fence the planner can
         scan, parse and count the day in parallel workers."""
-        named = [key for key in slice_keys if _record_column_safe(key)]
-        if len(named) != len(slice_keys) or not slice_keys:
+        if not slice_keys or not all(_record_column_safe(key) for key in slice_keys):
             return super().picked_rows(where, columns, slice_keys)
         record = (
             sa.func.jsonb_to_record(self.metadata())
