@@ -346,15 +346,16 @@ def run_stream(
                 )
     longest = max(scenario.replayed_days for scenario in SCENARIOS)
     starts = scenario_starts(args.days, args.warm_up, longest)
+    # Each scenario starts on its own day, the same whichever kinds are run.
     results = [
         run_scenario(
             config,
             bases[scenario.base],
             keys,
             scenario,
-            starts[(stream_index * 7 + index * 5) % len(starts)],
+            starts[(stream_index * 7 + SCENARIOS.index(scenario) * 5) % len(starts)],
         )
-        for index, scenario in enumerate(scenarios)
+        for scenario in scenarios
     ]
     print(f"stream {seed}: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     return StreamRun(bases, releases, results)

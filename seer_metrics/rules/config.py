@@ -33,6 +33,7 @@ from seer_metrics.rules.field_types import (
     Rate,
     SampleSize,
     SeverityName,
+    SkippedDays,
     check_range,
     choice,
     cut,
@@ -88,11 +89,12 @@ class OverrideModel(_Section):
 class BaselineModel(_Section):
     trailing_days: Days = DEFAULT_TRAILING_DAYS
     slice: Annotated[str, BeforeValidator(one_slice)] | None = None
+    skip_recent_days: SkippedDays | None = None
 
     @model_validator(mode="after")
     def _one_kind_of_baseline(self) -> BaselineModel:
-        if self.slice is not None and "trailing_days" in self.model_fields_set:
-            raise KeyedError(None, "give either trailing_days or slice, not both")
+        if self.slice is not None and self.model_fields_set & {"trailing_days", "skip_recent_days"}:
+            raise KeyedError(None, "give either trailing_days (and skip_recent_days) or slice")
         return self
 
 
@@ -162,7 +164,11 @@ class RuleModel(_Section):
             exclude_slices=self.exclude_slices,
             baseline=None
             if baseline is None
-            else Baseline(trailing_days=baseline.trailing_days, slice=baseline.slice),
+            else Baseline(
+                trailing_days=baseline.trailing_days,
+                slice=baseline.slice,
+                skip_recent_days=baseline.skip_recent_days or 0,
+            ),
             confidence=confidence,
             minimum_sample=self.minimum_sample,
             overrides=tuple(

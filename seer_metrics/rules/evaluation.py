@@ -164,8 +164,14 @@ def _drop_baseline(
     daily = daily_values(rule, history.past, day, history.excluded, history.lookback_days)
     if len(daily.counts) < MINIMUM_BASELINE_DAYS:
         return None, description
-    start = window_start(day, rule.baseline.trailing_days, history.excluded, history.lookback_days)
-    if (day - start).days > rule.baseline.trailing_days:
+    start = window_start(
+        day,
+        rule.baseline.trailing_days,
+        history.excluded,
+        history.lookback_days,
+        rule.baseline.skip_recent_days,
+    )
+    if (day - start).days > rule.trailing_days:
         description = f"{description} before the incident"
     return (
         pool_groups(

@@ -35,6 +35,7 @@ QUOTE_LIMIT = 200
 
 # The allowed range of each number (docs/alerts.md lists them): inclusive bounds.
 DAY_RANGE = (1, 365)  # trailing_days, baseline_lookback_days, close_after_passes (days)
+SKIPPED_DAY_RANGE = (0, 365)  # skip_recent_days: 0 skips none
 SAMPLE_RANGE = (1, 1_000_000)  # minimum_sample (events)
 # The largest value of a statistic that is not a share or a mean metric in [0, 1].
 STATISTIC_MAXIMUM = {"mean_n": 10_000.0, "events": 1_000_000_000.0}
@@ -213,6 +214,7 @@ def flag(value: Any) -> bool:
 
 Number = Annotated[float, BeforeValidator(number)]
 Days = Annotated[int, BeforeValidator(whole_number(DAY_RANGE, "days"))]
+SkippedDays = Annotated[int, BeforeValidator(whole_number(SKIPPED_DAY_RANGE, "days"))]
 Passes = Annotated[int, BeforeValidator(whole_number(DAY_RANGE, "passes"))]
 SampleSize = Annotated[int, BeforeValidator(whole_number(SAMPLE_RANGE, "events"))]
 SeverityName = Annotated[Severity, BeforeValidator(choice(SEVERITIES, fold_case=True))]

@@ -89,10 +89,15 @@ class Baseline:
 
     trailing_days: int = DEFAULT_TRAILING_DAYS
     slice: str | None = None
+    # The latest days the window leaves out: a slow drift moves a window that ends
+    # yesterday with it (its days widen the spread too), one that ends a week ago not.
+    skip_recent_days: int = 0
 
     def describe(self) -> str:
         if self.slice is not None:
             return f"{self.slice} on the same day"
+        if self.skip_recent_days:
+            return f"the {self.trailing_days} days before the last {self.skip_recent_days}"
         return f"the trailing {self.trailing_days} days"
 
 
@@ -152,7 +157,7 @@ class Rule:
         """Days of history the rule reads (0 for none)."""
         if self.baseline is None or self.baseline.slice is not None:
             return 0
-        return self.baseline.trailing_days
+        return self.baseline.trailing_days + self.baseline.skip_recent_days
 
 
 @dataclass(frozen=True)

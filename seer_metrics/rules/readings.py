@@ -129,13 +129,18 @@ class SliceHistory:
 
 
 def window_start(
-    day: date, trailing_days: int, excluded: Collection[date] = (), lookback_days: int = 0
+    day: date,
+    trailing_days: int,
+    excluded: Collection[date] = (),
+    lookback_days: int = 0,
+    skip_recent_days: int = 0,
 ) -> date:
     """The first day of a trailing window of `trailing_days` calendar days that are not
-    `excluded`: the window reaches back over excluded days (a breakage the baseline must
-    not learn), at most `lookback_days` before `day` (when larger than the window)."""
-    start, counted = day, 0
-    limit = max(lookback_days, trailing_days)
+    `excluded`, ending `skip_recent_days` before `day`: the window reaches back over
+    excluded days (a breakage the baseline must not learn), at most `lookback_days`
+    before `day` (when larger than the window)."""
+    start, counted = day - timedelta(days=skip_recent_days), 0
+    limit = max(lookback_days, trailing_days + skip_recent_days)
     while counted < trailing_days and (day - start).days < limit:
         start -= timedelta(days=1)
         counted += start not in excluded
@@ -156,9 +161,11 @@ def daily_values(
     result = DailyValues([], [], [], [], [])
     if past is None or past.empty or rule.baseline is None:
         return result
-    start = window_start(day, rule.baseline.trailing_days, excluded, lookback_days)
+    skipped = rule.baseline.skip_recent_days
+    start = window_start(day, rule.baseline.trailing_days, excluded, lookback_days, skipped)
+    end = day - timedelta(days=skipped)
     for row in past.to_dict("records"):
-        if not start <= row["_day"] < day or row["_day"] in excluded:
+        if not start <= row["_day"] < end or row["_day"] in excluded:
             continue
         value, count = number_or_none(row.get(statistic)), event_count(row.get(count_column))
         if value is None or count == 0:

@@ -172,6 +172,7 @@ NUMBER_CASES: dict[tuple[str, str], tuple[dict, float, float, str, tuple[float, 
     ("rule", "minimum_sample"): (THRESHOLD_RULE, 1, 1_000_000, "[1, 1,000,000]", (0, 10**7)),
     ("rule", "worsen_by"): (THRESHOLD_RULE, 0, 1, "[0, 1] (a share or a metric)", (-0.1, 2)),
     ("baseline", "trailing_days"): (DROP_RULE, 1, 365, "[1, 365] (days)", (0, 10**9)),
+    ("baseline", "skip_recent_days"): (DROP_RULE, 0, 365, "[0, 365] (days)", (-1, 366)),
     ("override", "threshold"): (DROP_RULE, 0, 1, "[0, 1] (a share or a metric)", (-1, 1.5)),
     ("override", "minimum_sample"): (DROP_RULE, 1, 1_000_000, "[1, 1,000,000]", (-1, 10**30)),
 }

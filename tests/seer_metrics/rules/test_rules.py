@@ -1072,6 +1072,57 @@ def test_the_baseline_stays_at_its_pre_incident_level_while_the_incident_lasts()
     assert "before the incident" in (result.baseline_label or "")
 
 
+def test_the_drift_baseline_leaves_out_the_latest_week_a_drift_would_move() -> None:
+    """Recall losing 0.012 a day for 13 days: a window ending yesterday has learned half
+    the drift (and its spread), so today's fall is "within noise"; the four weeks before
+    the last one still hold about the level before the drift."""
+    start = date.fromisoformat(DAY) - timedelta(days=41)
+    days = [start + timedelta(days=i) for i in range(41)]
+    drifting = 13
+    values = [0.8] * (41 - drifting) + [0.8 - 0.012 * (i + 1) for i in range(drifting)]
+    wobble = [0.02 * (-1) ** i for i in range(41)]  # a clean day-to-day spread
+    past = frame(
+        *(
+            slice_row(day.isoformat(), "env=prod", n=150, mean_recall=value + noise)
+            for day, value, noise in zip(days, values, wobble, strict=True)
+        )
+    )
+    today = frame(slice_row(DAY, "env=prod", n=150, mean_recall=0.64))
+    drift = outcome(evaluate_rules(DEFAULT_RULES, today, past), "recall_drift", "env=prod")
+    assert drift.failed, drift.message
+    assert drift.baseline > 0.785  # six days of the drift in it, not thirteen
+    assert drift.baseline_label == "the 28 days before the last 7"
+    assert drift.baseline_sample_size == 28 * 150
+    rules = replace(
+        DEFAULT_RULES,
+        rules=tuple(
+            replace(rule, baseline=replace(rule.baseline, skip_recent_days=0))
+            if rule.name == "recall_drift"
+            else rule
+            for rule in DEFAULT_RULES.rules
+        ),
+    )
+    learned = outcome(evaluate_rules(rules, today, past), "recall_drift", "env=prod")
+    assert not learned.failed and learned.baseline < 0.77
+
+
+def test_skip_recent_days_is_read_from_the_rules_file() -> None:
+    rule = {
+        "name": "drift",
+        "kind": "drop",
+        "statistic": "mean_recall",
+        "threshold": 0.08,
+        "severity": "WARN",
+        "baseline": {"trailing_days": 28, "skip_recent_days": 7},
+    }
+    parsed = parse_rules_config({"rules": [rule]}).rules[0]
+    assert parsed.baseline.skip_recent_days == 7 and parsed.trailing_days == 35
+    with pytest.raises(RulesConfigError, match="trailing_days .*or slice"):
+        parse_rules_config(
+            {"rules": [{**rule, "baseline": {"slice": "all", "skip_recent_days": 1}}]}
+        )
+
+
 def test_baseline_exclusions_are_the_days_of_a_change_incident_never_of_a_level() -> None:
     from seer_metrics.rules.breakage import baseline_exclusions
     from seer_metrics.rules.incidents import Verdict
