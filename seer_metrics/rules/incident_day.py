@@ -3,7 +3,8 @@ and pages (`advance_incidents`), and the day's verdicts as the incidents take th
 
 Two rules look across slices, so they live here rather than in `follow`, which sees one
 (rule, slice) at a time: a change's pass is held while a slice sharing events with it
-still fails the rule (`day_verdicts`, stored as decided so the folded history agrees),
+still fails the rule, or is not back from its open incident on it (`day_verdicts`,
+stored as decided so the folded history agrees),
 and a level a slice first breaches under its parent's open breach opens without a page
 (`under_parent`).
 """
@@ -18,6 +19,7 @@ from seer_metrics.rules.attribution import parent_slices
 from seer_metrics.rules.incidents import (
     Incident,
     Verdict,
+    back_from_the_drop,
     follow,
     moved_bad_way,
     worsened_by,
@@ -96,7 +98,7 @@ def advance_incidents(
     closed: list[Incident] = []
     opening: list[CheckOutcome] = []
     worsening: list[CheckOutcome] = []
-    verdicts = {(v.rule, v.slice): v for v in day_verdicts(outcomes)}
+    verdicts = {(v.rule, v.slice): v for v in day_verdicts(outcomes, state.values())}
     for outcome in outcomes:
         key = (outcome.rule, outcome.slice)
         verdict = verdicts.get(key)
@@ -135,20 +137,26 @@ def advance_incidents(
     )
 
 
-def day_verdicts(outcomes: Sequence[CheckOutcome]) -> list[Verdict]:
+def day_verdicts(
+    outcomes: Sequence[CheckOutcome], open_incidents: Iterable[Incident] = ()
+) -> list[Verdict]:
     """The day's verdicts as the incidents take them (and as they are stored, so that
     folding the stored verdicts gives the same incidents): each outcome's verdict, a
     change's pass held as inconclusive while a slice sharing events with it fails the same
-    rule."""
+    rule, or has its incident on the rule open (in `open_incidents`, those open before the
+    day) and is not back from it today."""
+    raw = [(outcome, verdict) for outcome in outcomes if (verdict := Verdict.of(outcome))]
+    incidents = {i.key: i for i in open_incidents if i.kind == "drop"}
     failing: dict[str, list[SliceIdentity]] = {}
-    for outcome in outcomes:
-        if outcome.status == "fail":
-            failing.setdefault(outcome.rule, []).append(SliceIdentity.decode(outcome.slice))
+    for _, verdict in raw:
+        incident = incidents.get((verdict.rule, verdict.slice))
+        not_back = incident is not None and (
+            verdict.status == "inconclusive" or not back_from_the_drop(verdict, incident)
+        )
+        if verdict.status == "fail" or not_back:
+            failing.setdefault(verdict.rule, []).append(SliceIdentity.decode(verdict.slice))
     verdicts = []
-    for outcome in outcomes:
-        verdict = Verdict.of(outcome)
-        if verdict is None:
-            continue
+    for _, verdict in raw:
         if _held_by_overlapping_failure(verdict, failing):
             verdict = replace(verdict, status="inconclusive")
         verdicts.append(verdict)
@@ -159,11 +167,13 @@ def _held_by_overlapping_failure(
     verdict: Verdict, failing: Mapping[str, Sequence[SliceIdentity]]
 ) -> bool:
     """A change's pass on a slice is not a recovery while the same rule fails today on a
-    slice that shares events with it (one inside it, one around it, or one across it):
-    the breakage may still be in its events, diluted. Lexical judge, releases on prod x v2
-    and prod x v1: `tenant=acme` and `env=prod,tenant=acme` "recovered" their bloat on a
-    day `feature_flag=retrieval-v1` still failed it, and `tenant=acme` its recall on a day
-    `env=prod,tenant=acme` still failed."""
+    slice that shares events with it (one inside it, one around it, or one across it), or
+    that slice's open incident on the rule is not back today: the breakage may still be
+    in its events, diluted. Lexical judge, releases on prod x v2 and prod x v1:
+    `tenant=acme` and `env=prod,tenant=acme` "recovered" their bloat on a day
+    `feature_flag=retrieval-v1` still failed it; a quarter of acme losing its top hit,
+    `feature_flag=retrieval-v1` "recovered" its bloat while acme's was still up, within
+    noise but not back (`failing` holds both kinds of slice)."""
     others = failing.get(verdict.rule)
     if verdict.kind != "drop" or verdict.status != "pass" or not others:
         return False

@@ -128,15 +128,19 @@ class IncidentStore:
                 if (incident := open_before(verdicts, day, self.close_after_passes)) is not None
             ]
             changes = advance_incidents(still_open, outcomes, self.close_after_passes)
-            self._store_verdicts(connection, day, outcomes)
+            self._store_verdicts(connection, day, outcomes, still_open)
             self._derive_incidents(connection, rules)
         return DayIncidents(changes.of_kind("threshold"), changes.of_kind("drop"))
 
     def _store_verdicts(
-        self, connection: sa.Connection, day: date, outcomes: Sequence[CheckOutcome]
+        self,
+        connection: sa.Connection,
+        day: date,
+        outcomes: Sequence[CheckOutcome],
+        open_incidents: Sequence[Incident],
     ) -> None:
         table = self.verdicts
-        decided = day_verdicts(outcomes)
+        decided = day_verdicts(outcomes, open_incidents)
         now = utc_now()
         for verdict in decided:  # a verdict replaces the day's earlier one; others stay
             connection.execute(

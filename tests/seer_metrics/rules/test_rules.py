@@ -699,6 +699,34 @@ def test_a_change_does_not_recover_while_a_slice_sharing_its_events_still_fails(
     assert {i.slice for i in closed.closed} == {"tenant=acme", "env=prod,tenant=acme"}
 
 
+def test_a_change_does_not_recover_while_a_slice_sharing_its_events_is_not_back() -> None:
+    """tenant=acme passes clearly while env=prod,tenant=acme, whose incident is open too,
+    passes only within noise of its drop (not back): the pass is held. A slice that is
+    not back but has no incident open holds nothing (a clean day's wobble)."""
+    opened = advance_incidents(
+        [],
+        [
+            change("2026-11-20", "fail", "tenant=acme"),
+            change("2026-11-20", "fail", "env=prod,tenant=acme"),
+        ],
+    )
+    not_back = change("2026-11-21", "pass", "env=prod,tenant=acme").replace(inconclusive=True)
+    day = [change("2026-11-21", "pass", "tenant=acme"), not_back]
+    held = advance_incidents(opened.still_open, day, close_after_passes=1)
+    assert held.closed == ()
+    statuses = {v.slice: v.status for v in day_verdicts(day, opened.still_open)}
+    assert statuses == {"tenant=acme": "inconclusive", "env=prod,tenant=acme": "inconclusive"}
+    # without the narrower slice's incident open, the same day closes tenant=acme
+    (acme,) = [i for i in opened.still_open if i.slice == "tenant=acme"]
+    alone = advance_incidents([acme], day, close_after_passes=1)
+    assert [i.slice for i in alone.closed] == ["tenant=acme"]
+    assert {v.slice: v.status for v in day_verdicts(day)}["tenant=acme"] == "pass"
+    # once it is back too, both recover
+    later = [change("2026-11-22", "pass", s) for s in ("tenant=acme", "env=prod,tenant=acme")]
+    closed = advance_incidents(held.still_open, later, close_after_passes=1)
+    assert {i.slice for i in closed.closed} == {"tenant=acme", "env=prod,tenant=acme"}
+
+
 def _follow_days(statuses: str, close_after_passes: int = 3):
     """Replay one slice's days: F fail, P clear pass, ? inconclusive pass, - no verdict."""
     words = {"F": "fail", "P": "pass", "?": "pass", "-": "not_enough_data"}
@@ -1117,7 +1145,7 @@ def test_skip_recent_days_is_read_from_the_rules_file() -> None:
     }
     parsed = parse_rules_config({"rules": [rule]}).rules[0]
     assert parsed.baseline.skip_recent_days == 7 and parsed.trailing_days == 35
-    with pytest.raises(RulesConfigError, match="trailing_days .*or slice"):
+    with pytest.raises(RulesConfigError, match=r"trailing_days .*or slice"):
         parse_rules_config(
             {"rules": [{**rule, "baseline": {"slice": "all", "skip_recent_days": 1}}]}
         )
