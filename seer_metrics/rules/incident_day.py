@@ -145,10 +145,10 @@ def day_verdicts(
     change's pass held as inconclusive while a slice sharing events with it fails the same
     rule, or has its incident on the rule open (in `open_incidents`, those open before the
     day) and is not back from it today."""
-    raw = [(outcome, verdict) for outcome in outcomes if (verdict := Verdict.of(outcome))]
+    raw = [verdict for outcome in outcomes if (verdict := Verdict.of(outcome))]
     incidents = {i.key: i for i in open_incidents if i.kind == "drop"}
     failing: dict[str, list[SliceIdentity]] = {}
-    for _, verdict in raw:
+    for verdict in raw:
         incident = incidents.get((verdict.rule, verdict.slice))
         not_back = incident is not None and (
             verdict.status == "inconclusive" or not back_from_the_drop(verdict, incident)
@@ -156,7 +156,7 @@ def day_verdicts(
         if verdict.status == "fail" or not_back:
             failing.setdefault(verdict.rule, []).append(SliceIdentity.decode(verdict.slice))
     verdicts = []
-    for _, verdict in raw:
+    for verdict in raw:
         if _held_by_overlapping_failure(verdict, failing):
             verdict = replace(verdict, status="inconclusive")
         verdicts.append(verdict)

@@ -208,6 +208,36 @@ def test_a_drop_not_yet_back_within_noise_stays_open(engine) -> None:
         assert len(slack.messages) == 1
 
 
+def test_no_reply_while_a_slice_sharing_the_events_is_not_back(engine) -> None:
+    """tenant=acme passes clearly while env=prod,tenant=acme, open too, is only within
+    noise of its drop: acme's pass is held and stored so (the folded history agrees); the
+    next day both are back and both recover in one reply."""
+    pair = "env=prod,tenant=acme"
+    with FakeSlack() as slack:
+        dispatcher = dispatcher_for(engine, slack)
+        opening = [outcome(DAYS[0], "fail", "f1_drop", s) for s in ("tenant=acme", pair)]
+        dispatcher.alert_on_day(DAYS[0], opening, "r")
+        back = outcome(DAYS[1], "pass", "f1_drop", "tenant=acme").replace(observed=0.79)
+        not_back = outcome(DAYS[1], "pass", "f1_drop", pair).replace(inconclusive=True)
+        changes = dispatcher.alert_on_day(DAYS[1], [back, not_back], "r").incidents
+        assert {i.slice for i in changes.drops.carried} == {"tenant=acme", pair}
+        assert AlertOutbox(engine).rows(kind=KIND_RECOVERED) == []
+        later = [
+            outcome(DAYS[2], "pass", "f1_drop", s).replace(observed=0.79)
+            for s in ("tenant=acme", pair)
+        ]
+        closed = dispatcher.alert_on_day(DAYS[2], later, "r").incidents
+        assert {i.slice for i in closed.drops.closed} == {"tenant=acme", pair}
+        root = next(r.ts for r in slack.requests if r.accepted)
+        [reply] = slack.replies(root)
+        assert "tenant=acme" in str(reply["blocks"]) and "2 checks" in str(reply["blocks"])
+    runs = IncidentStore(engine).runs()
+    assert {(r.incident.slice, r.incident.closed_on) for r in runs} == {
+        ("tenant=acme", DAYS[2]),
+        (pair, DAYS[2]),
+    }
+
+
 def test_an_open_incident_pages_again_once_when_it_gets_much_worse(engine) -> None:
     def failing(day: date, observed: float) -> CheckOutcome:
         return outcome(day, "fail", "f1_drop", "env=prod").replace(
