@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 import pandas as pd
 
 from seer_metrics.rules import wording
+from seer_metrics.rules.field_types import statistic_range
 from seer_metrics.rules.levels import evaluate_level
 from seer_metrics.rules.model import (
     STATISTICS,
@@ -70,6 +71,7 @@ def _evaluate_drop(
     base: dict[str, Any],
     baseline: PooledSample | None,
     baseline_label: str,
+    in_incident: bool = False,
 ) -> CheckOutcome:
     """A change against the baseline: it fails when the statistic moved the bad way
     (`comparison`: below, it fell; above, it rose) by at least the threshold and beyond
@@ -80,7 +82,17 @@ def _evaluate_drop(
     sample = event_count(row.get(STATISTICS[statistic][0]))
     label = base["slice"]
     what = wording.statistic_label(statistic)
-    if observed is None or sample < settings.minimum_sample:
+    small = sample < settings.minimum_sample
+    if observed is not None and small:
+        extreme = _extreme_small_drop(
+            rule, settings, base, baseline, baseline_label, observed, sample
+        )
+        if extreme is not None:
+            return extreme
+    # A small slice inside an incident is still tested, so that it can recover (a tenant
+    # of 20 events opened by an extreme drop would otherwise stay open while it is small).
+    followed = in_incident and sample >= SMALL_SAMPLE_FLOOR
+    if observed is None or (small and not followed):
         return CheckOutcome(
             **base,
             status="not_enough_data",
@@ -137,6 +149,70 @@ def _evaluate_drop(
             failed,
             rule.comparison,
         ),
+    )
+
+
+# The fewest events a drop below the minimum sample is tested on (see `_extreme_small_drop`).
+SMALL_SAMPLE_FLOOR = 10
+
+
+def _extreme_small_drop(
+    rule: Rule,
+    settings: Effective,
+    base: dict[str, Any],
+    baseline: PooledSample | None,
+    baseline_label: str,
+    observed: float,
+    sample: int,
+) -> CheckOutcome | None:
+    """A slice below the minimum sample fails a change only when the change is beyond a
+    bound that holds for any distribution of values in [0, 1] (Hoeffding:
+    P(mean falls by t) <= exp(-2 n t^2)), beyond the baseline's own noise; otherwise it
+    stays `not_enough_data` (None). A tenant of 16 events served from a wrong index
+    (recall 0.00, normally 0.78) is news on its first day; a normal approximation on 16
+    events is not to be trusted, this bound is."""
+    lowest, highest, _ = statistic_range(rule.statistic)
+    if (
+        sample < SMALL_SAMPLE_FLOOR
+        or (lowest, highest) != (0.0, 1.0)
+        or rule.confidence is None
+        or baseline is None
+        or baseline.count < settings.minimum_sample
+    ):
+        return None
+    worse = baseline.mean - observed if rule.comparison == "below" else observed - baseline.mean
+    z = z_value(rule.confidence)
+    margin = z * math.sqrt(baseline.mean_variance + baseline.between_day_variance)
+    excess = worse - margin
+    noise = margin + math.sqrt(math.log(1 / (1 - rule.confidence)) / (2 * sample))
+    if worse < settings.threshold - TOLERANCE or worse <= noise:
+        return None
+    message = wording.drop_message(
+        base["slice"],
+        rule.statistic,
+        observed,
+        sample,
+        baseline.mean,
+        baseline.count,
+        baseline_label,
+        worse,
+        settings.threshold,
+        noise,
+        True,
+        rule.comparison,
+    )
+    return CheckOutcome(
+        **base,
+        status="fail",
+        observed=observed,
+        sample_size=sample,
+        baseline=baseline.mean,
+        baseline_label=baseline_label,
+        baseline_sample_size=baseline.count,
+        delta=worse,
+        noise=noise,
+        p_value=math.exp(-2 * sample * excess * excess),
+        message=wording.few_events_note(message, sample, settings.minimum_sample),
     )
 
 
@@ -332,7 +408,11 @@ def evaluate_rules(
                 baseline, description = _drop_baseline(
                     rule, today_rows, slice_history, day or date.min
                 )
-                outcome = _evaluate_drop(rule, row, settings, base, baseline, description)
+                broken = (excluded_days or {}).get((rule.statistic, label), frozenset())
+                in_incident = day is not None and day - timedelta(days=1) in broken
+                outcome = _evaluate_drop(
+                    rule, row, settings, base, baseline, description, in_incident
+                )
             if slice_history.judge_note and rule.trailing_days:
                 note = slice_history.judge_note
                 outcome = outcome.replace(message=f"{outcome.message}; {note}", judge_note=note)

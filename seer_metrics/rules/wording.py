@@ -182,6 +182,14 @@ def drop_message(
     return f"{summary}, {reason}"
 
 
+def few_events_note(message: str, sample: int, minimum: int) -> str:
+    """The note on a change failed below the minimum sample (by a distribution-free bound)."""
+    return (
+        f"{message}; only {sample} events (the minimum sample is {minimum}): failed by a "
+        "bound that holds for any distribution of the events"
+    )
+
+
 def not_a_discovery(message: str, p_value: float, tests: int, rate: float) -> str:
     """The note added when false-discovery control turns a drop back into a pass."""
     return (

@@ -17,7 +17,7 @@ import pandas as pd
 
 from seer_metrics.rules import CheckOutcome, RulesConfig, as_date, evaluate_rules
 from seer_metrics.rules.breakage import baseline_exclusions
-from seer_metrics.rules.incident_day import IncidentChanges, advance_incidents
+from seer_metrics.rules.incident_day import IncidentChanges, advance_incidents, day_verdicts
 from seer_metrics.rules.incidents import Incident, Verdict
 
 
@@ -73,6 +73,7 @@ def replay_rules(
         excluded = baseline_exclusions(past_verdicts, change_rules, day, config.close_after_passes)
         outcomes = evaluate_rules(config, today, history, day, excluded)
         changes = advance_incidents(incidents, outcomes, config.close_after_passes)
+        # as the warehouse stores them: held passes held, so the folded incidents agree
+        past_verdicts.extend(day_verdicts(outcomes, incidents))
         incidents = changes.still_open
-        past_verdicts.extend(v for v in map(Verdict.of, outcomes) if v is not None)
         yield ReplayedDay(day, tuple(outcomes), changes, today)

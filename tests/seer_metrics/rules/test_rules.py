@@ -211,10 +211,16 @@ def test_minimum_sample_gives_not_enough_data_never_pass_or_fail() -> None:
 
 
 def test_minimum_sample_counts_defined_values_not_rows() -> None:
-    # 100 events but only 20 with a defined nDCG (no ranks): not enough data for nDCG
-    today = frame(slice_row(DAY, "all", count_ndcg=20, mean_ndcg=0.1))
+    # 100 events but only 20 with a defined nDCG (no ranks): not enough data for nDCG,
+    # unless the drop is extreme (see the small-sample test below)
+    today = frame(slice_row(DAY, "all", count_ndcg=20, mean_ndcg=0.78))
     outcomes = evaluate_rules(DEFAULT_RULES, today, history("all", WEEK))
     assert outcome(outcomes, "ndcg_drop", "all").status == "not_enough_data"
+    extreme = frame(slice_row(DAY, "all", count_ndcg=20, mean_ndcg=0.1))
+    result = outcome(
+        evaluate_rules(DEFAULT_RULES, extreme, history("all", WEEK)), "ndcg_drop", "all"
+    )
+    assert result.status == "fail" and result.sample_size == 20
 
 
 # ---------------------------------------------------------------------------- drops
@@ -1132,6 +1138,44 @@ def test_the_drift_baseline_leaves_out_the_latest_week_a_drift_would_move() -> N
     )
     learned = outcome(evaluate_rules(rules, today, past), "recall_drift", "env=prod")
     assert not learned.failed and learned.baseline < 0.77
+
+
+@pytest.mark.parametrize(
+    ("n", "recall", "status"),
+    [
+        (16, 0.0, "fail"),  # a wrong index: news on its first day
+        (16, 0.6, "not_enough_data"),  # a real-looking drop of 0.2 on 16 events: too few
+        (9, 0.0, "not_enough_data"),  # under the floor: never tested
+        (40, 0.6, "fail"),  # at the minimum sample the ordinary test decides
+    ],
+)
+def test_a_slice_below_the_minimum_sample_fails_only_an_extreme_drop(
+    n: int, recall: float, status: str
+) -> None:
+    """Below the minimum sample of 30, a change fails only beyond a distribution-free
+    (Hoeffding) bound and the baseline's noise; anything less stays not enough data."""
+    past = frame(
+        *(slice_row(day, "tenant=t2", n=40, mean_recall=0.8, std_recall=0.3) for day in WEEK)
+    )
+    today = frame(slice_row(DAY, "tenant=t2", n=n, mean_recall=recall, std_recall=0.3))
+    result = outcome(evaluate_rules(DEFAULT_RULES, today, past), "recall_drop", "tenant=t2")
+    assert result.status == status, result.message
+    if status == "fail" and n < 30:
+        assert f"only {n} events (the minimum sample is 30)" in result.message
+        assert result.p_value < 1e-4 and result.noise > 0.3
+
+
+def test_a_small_slice_inside_an_incident_is_still_tested_so_it_can_recover() -> None:
+    past = frame(
+        *(slice_row(day, "tenant=t2", n=40, mean_recall=0.8, std_recall=0.3) for day in WEEK)
+    )
+    today = frame(slice_row(DAY, "tenant=t2", n=16, mean_recall=0.79, std_recall=0.3))
+    quiet = outcome(evaluate_rules(DEFAULT_RULES, today, past), "recall_drop", "tenant=t2")
+    assert quiet.status == "not_enough_data"
+    yesterday = date.fromisoformat(DAY) - timedelta(days=1)
+    excluded = {("mean_recall", "tenant=t2"): frozenset({yesterday})}
+    followed = evaluate_rules(DEFAULT_RULES, today, past, excluded_days=excluded)
+    assert outcome(followed, "recall_drop", "tenant=t2").status == "pass"
 
 
 def test_skip_recent_days_is_read_from_the_rules_file() -> None:
