@@ -123,21 +123,40 @@ def _evaluate_drop(
     )
     noise = z_value(rule.confidence) * standard_error if rule.confidence is not None else 0.0
     failed = worse >= settings.threshold - TOLERANCE and worse > noise
+    return _change_outcome(
+        rule, settings, base, baseline, baseline_label, observed, sample, worse, noise, failed
+    ).replace(
+        inconclusive=not failed and worse > noise,
+        p_value=one_sided_p_value(worse, standard_error),
+    )
+
+
+def _change_outcome(
+    rule: Rule,
+    settings: Effective,
+    base: dict[str, Any],
+    baseline: PooledSample,
+    baseline_label: str,
+    observed: float,
+    sample: int,
+    worse: float,
+    noise: float,
+    failed: bool,
+) -> CheckOutcome:
+    """A tested change's outcome and its message (the p-value and flags are the caller's)."""
     return CheckOutcome(
         **base,
         status="fail" if failed else "pass",
         observed=observed,
         sample_size=sample,
-        inconclusive=not failed and worse > noise,
         baseline=baseline.mean,
         baseline_label=baseline_label,
         baseline_sample_size=baseline.count,
         delta=worse,
         noise=noise,
-        p_value=one_sided_p_value(worse, standard_error),
         message=wording.drop_message(
-            label,
-            statistic,
+            base["slice"],
+            rule.statistic,
             observed,
             sample,
             baseline.mean,
@@ -187,32 +206,12 @@ def _extreme_small_drop(
     noise = margin + math.sqrt(math.log(1 / (1 - rule.confidence)) / (2 * sample))
     if worse < settings.threshold - TOLERANCE or worse <= noise:
         return None
-    message = wording.drop_message(
-        base["slice"],
-        rule.statistic,
-        observed,
-        sample,
-        baseline.mean,
-        baseline.count,
-        baseline_label,
-        worse,
-        settings.threshold,
-        noise,
-        True,
-        rule.comparison,
+    outcome = _change_outcome(
+        rule, settings, base, baseline, baseline_label, observed, sample, worse, noise, True
     )
-    return CheckOutcome(
-        **base,
-        status="fail",
-        observed=observed,
-        sample_size=sample,
-        baseline=baseline.mean,
-        baseline_label=baseline_label,
-        baseline_sample_size=baseline.count,
-        delta=worse,
-        noise=noise,
+    return outcome.replace(
         p_value=math.exp(-2 * sample * excess * excess),
-        message=wording.few_events_note(message, sample, settings.minimum_sample),
+        message=wording.few_events_note(outcome.message, sample, settings.minimum_sample),
     )
 
 
