@@ -15,7 +15,9 @@ variance of each mean (`se_*` of the slice table) is added to its side, so a mea
 judged events out of 4,000 is as noisy as 40 events, never as quiet as 4,000.
 
 Below the minimum sample size (judged events with a defined value of the statistic) a
-rule reports `not_enough_data`, never a pass or a fail.
+rule reports `not_enough_data`, never a pass or a fail; but from `SMALL_SAMPLE_FLOOR`
+events on, a change beyond a distribution-free bound fails (`_extreme_small_drop`), and
+a slice inside an open change incident is tested as usual, so that it can recover.
 """
 
 from __future__ import annotations
