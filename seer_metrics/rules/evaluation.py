@@ -16,8 +16,8 @@ judged events out of 4,000 is as noisy as 40 events, never as quiet as 4,000.
 
 Below the minimum sample size (judged events with a defined value of the statistic) a
 rule reports `not_enough_data`, never a pass or a fail; but from `SMALL_SAMPLE_FLOOR`
-events on, a change beyond a distribution-free bound fails (`_extreme_small_drop`), and
-a slice inside an open change incident is tested as usual, so that it can recover.
+events on, a change beyond a distribution-free bound fails (`change_outcomes`), and a
+slice inside an open change incident is tested as usual, so that it can recover.
 """
 
 from __future__ import annotations
@@ -30,7 +30,11 @@ from typing import Any
 import pandas as pd
 
 from seer_metrics.rules import wording
-from seer_metrics.rules.field_types import statistic_range
+from seer_metrics.rules.change_outcomes import (
+    SMALL_SAMPLE_FLOOR,
+    change_outcome,
+    extreme_small_drop,
+)
 from seer_metrics.rules.levels import evaluate_level
 from seer_metrics.rules.model import (
     STATISTICS,
@@ -86,7 +90,7 @@ def _evaluate_drop(
     what = wording.statistic_label(statistic)
     small = sample < settings.minimum_sample
     if observed is not None and small:
-        extreme = _extreme_small_drop(
+        extreme = extreme_small_drop(
             rule, settings, base, baseline, baseline_label, observed, sample
         )
         if extreme is not None:
@@ -125,95 +129,11 @@ def _evaluate_drop(
     )
     noise = z_value(rule.confidence) * standard_error if rule.confidence is not None else 0.0
     failed = worse >= settings.threshold - TOLERANCE and worse > noise
-    return _change_outcome(
+    return change_outcome(
         rule, settings, base, baseline, baseline_label, observed, sample, worse, noise, failed
     ).replace(
         inconclusive=not failed and worse > noise,
         p_value=one_sided_p_value(worse, standard_error),
-    )
-
-
-def _change_outcome(
-    rule: Rule,
-    settings: Effective,
-    base: dict[str, Any],
-    baseline: PooledSample,
-    baseline_label: str,
-    observed: float,
-    sample: int,
-    worse: float,
-    noise: float,
-    failed: bool,
-) -> CheckOutcome:
-    """A tested change's outcome and its message (the p-value and flags are the caller's)."""
-    return CheckOutcome(
-        **base,
-        status="fail" if failed else "pass",
-        observed=observed,
-        sample_size=sample,
-        baseline=baseline.mean,
-        baseline_label=baseline_label,
-        baseline_sample_size=baseline.count,
-        delta=worse,
-        noise=noise,
-        message=wording.drop_message(
-            base["slice"],
-            rule.statistic,
-            observed,
-            sample,
-            baseline.mean,
-            baseline.count,
-            baseline_label,
-            worse,
-            settings.threshold,
-            noise,
-            failed,
-            rule.comparison,
-        ),
-    )
-
-
-# The fewest events a drop below the minimum sample is tested on (see `_extreme_small_drop`).
-SMALL_SAMPLE_FLOOR = 10
-
-
-def _extreme_small_drop(
-    rule: Rule,
-    settings: Effective,
-    base: dict[str, Any],
-    baseline: PooledSample | None,
-    baseline_label: str,
-    observed: float,
-    sample: int,
-) -> CheckOutcome | None:
-    """A slice below the minimum sample fails a change only when the change is beyond a
-    bound that holds for any distribution of values in [0, 1] (Hoeffding:
-    P(mean falls by t) <= exp(-2 n t^2)), beyond the baseline's own noise; otherwise it
-    stays `not_enough_data` (None). A tenant of 16 events served from a wrong index
-    (recall 0.00, normally 0.78) is news on its first day; a normal approximation on 16
-    events is not to be trusted, this bound is."""
-    lowest, highest, _ = statistic_range(rule.statistic)
-    if (
-        sample < SMALL_SAMPLE_FLOOR
-        or (lowest, highest) != (0.0, 1.0)
-        or rule.confidence is None
-        or baseline is None
-        or baseline.count < settings.minimum_sample
-    ):
-        return None
-    worse = baseline.mean - observed if rule.comparison == "below" else observed - baseline.mean
-    z = z_value(rule.confidence)
-    margin = z * math.sqrt(baseline.mean_variance + baseline.between_day_variance)
-    excess = worse - margin
-    noise = margin + math.sqrt(math.log(1 / (1 - rule.confidence)) / (2 * sample))
-    if worse < settings.threshold - TOLERANCE or worse <= noise:
-        return None
-    outcome = _change_outcome(
-        rule, settings, base, baseline, baseline_label, observed, sample, worse, noise, True
-    )
-    return outcome.replace(
-        p_value=math.exp(-2 * sample * excess * excess),
-        message=wording.few_events_note(outcome.message, sample, settings.minimum_sample),
     )
 
 
