@@ -40,7 +40,8 @@ class IncidentChanges:
     that opened an incident, then those that escalated one). `under_parent`: service-level
     incidents opened today without a page, because a parent slice has the same breach open
     and the slice is no worse than it. The incidents open after the day are `opened`,
-    `under_parent` and `carried`.
+    `under_parent` and `carried`. `verdicts`: the day's verdicts as the incidents took
+    them (`day_verdicts`), what a store keeps so that folding them gives these incidents.
     """
 
     opened: tuple[Incident, ...]
@@ -49,6 +50,7 @@ class IncidentChanges:
     pages: tuple[CheckOutcome, ...]
     escalated: tuple[Incident, ...] = ()
     under_parent: tuple[Incident, ...] = ()
+    verdicts: tuple[Verdict, ...] = ()
 
     @property
     def still_open(self) -> tuple[Incident, ...]:
@@ -77,6 +79,7 @@ class IncidentChanges:
             pages=tuple(o for o in self.pages if o.kind == kind),
             escalated=tuple(i for i in self.escalated if i.kind == kind),
             under_parent=tuple(i for i in self.under_parent if i.kind == kind),
+            verdicts=tuple(v for v in self.verdicts if v.kind == kind),
         )
 
 
@@ -98,7 +101,8 @@ def advance_incidents(
     closed: list[Incident] = []
     opening: list[CheckOutcome] = []
     worsening: list[CheckOutcome] = []
-    verdicts = {(v.rule, v.slice): v for v in day_verdicts(outcomes, state.values())}
+    decided = tuple(day_verdicts(outcomes, state.values()))
+    verdicts = {(v.rule, v.slice): v for v in decided}
     for outcome in outcomes:
         key = (outcome.rule, outcome.slice)
         verdict = verdicts.get(key)
@@ -134,6 +138,7 @@ def advance_incidents(
         pages=(*(o for o in opening if (o.rule, o.slice) not in shared), *worsening),
         escalated=tuple(escalated.values()),
         under_parent=tuple(opened[key] for key in opened if key in shared),
+        verdicts=decided,
     )
 
 

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 from seer_metrics.rules import CheckOutcome, as_date
 from seer_metrics.rules.breakage import baseline_exclusions
-from seer_metrics.rules.incident_day import IncidentChanges, advance_incidents, day_verdicts
+from seer_metrics.rules.incident_day import IncidentChanges, advance_incidents
 from seer_metrics.rules.incidents import Incident, Verdict, incident_runs, open_before
 from seer_metrics.rules.model import DEFAULT_CLOSE_AFTER_PASSES, RulesConfig
 from seer_pipelines.warehouse.schema import incidents_table, verdicts_table
@@ -128,19 +128,14 @@ class IncidentStore:
                 if (incident := open_before(verdicts, day, self.close_after_passes)) is not None
             ]
             changes = advance_incidents(still_open, outcomes, self.close_after_passes)
-            self._store_verdicts(connection, day, outcomes, still_open)
+            self._store_verdicts(connection, day, changes.verdicts)
             self._derive_incidents(connection, rules)
         return DayIncidents(changes.of_kind("threshold"), changes.of_kind("drop"))
 
     def _store_verdicts(
-        self,
-        connection: sa.Connection,
-        day: date,
-        outcomes: Sequence[CheckOutcome],
-        open_incidents: Sequence[Incident],
+        self, connection: sa.Connection, day: date, decided: Sequence[Verdict]
     ) -> None:
         table = self.verdicts
-        decided = day_verdicts(outcomes, open_incidents)
         now = utc_now()
         for verdict in decided:  # a verdict replaces the day's earlier one; others stay
             connection.execute(

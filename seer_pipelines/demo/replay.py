@@ -17,7 +17,7 @@ import pandas as pd
 
 from seer_metrics.rules import CheckOutcome, RulesConfig, as_date, evaluate_rules
 from seer_metrics.rules.breakage import baseline_exclusions
-from seer_metrics.rules.incident_day import IncidentChanges, advance_incidents, day_verdicts
+from seer_metrics.rules.incident_day import IncidentChanges, advance_incidents
 from seer_metrics.rules.incidents import Incident, Verdict
 
 
@@ -74,6 +74,6 @@ def replay_rules(
         outcomes = evaluate_rules(config, today, history, day, excluded)
         changes = advance_incidents(incidents, outcomes, config.close_after_passes)
         # as the warehouse stores them: held passes held, so the folded incidents agree
-        past_verdicts.extend(day_verdicts(outcomes, incidents))
+        past_verdicts.extend(changes.verdicts)
         incidents = changes.still_open
         yield ReplayedDay(day, tuple(outcomes), changes, today)
