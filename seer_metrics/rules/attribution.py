@@ -31,7 +31,7 @@ import pandas as pd
 
 from seer_metrics.rules import wording
 from seer_metrics.rules.explanation import Explanation
-from seer_metrics.rules.model import CheckOutcome, RestOfParent
+from seer_metrics.rules.model import STATISTICS, VOLUME_STATISTIC, CheckOutcome, RestOfParent
 from seer_metrics.slices.groups import ALL_SLICE
 from seer_metrics.slices.identity import SliceIdentity
 
@@ -82,10 +82,12 @@ def _today_figures(
     outcome: CheckOutcome, rows: Mapping[str, Mapping[str, Any]]
 ) -> tuple[int, float | None]:
     """(events with a defined value, mean) of the outcome's slice today."""
-    metric = outcome.statistic.removeprefix("mean_")
     row = rows.get(outcome.slice)
     if row is not None:
-        count = _number(row.get(f"count_{metric}"))
+        # A volume loss has no mean to share out (the count is the statistic): no events.
+        count_column = STATISTICS.get(outcome.statistic, ("",))[0]
+        volume = outcome.statistic == VOLUME_STATISTIC
+        count = None if volume else _number(row.get(count_column))
         return (int(count) if count is not None else 0), _number(row.get(outcome.statistic))
     return outcome.sample_size, outcome.observed
 
@@ -133,6 +135,7 @@ def rest_of_parent(
         observed=observed,
         baseline=baseline,
         threshold=child.threshold,
+        worse_when=child.worse_when,
     )
 
 

@@ -270,13 +270,16 @@ class RestOfParent:
     observed: float | None
     baseline: float | None
     threshold: float
+    worse_when: Comparison = "below"
 
     @property
     def delta(self) -> float | None:
-        """How much the rest fell (positive) or rose (negative) against its baseline."""
+        """How much the rest moved the rule's bad way (positive: a fall for a drop rule, a
+        rise for a rise rule) against its baseline; negative the other way."""
         if self.observed is None or self.baseline is None:
             return None
-        return self.baseline - self.observed
+        move = self.baseline - self.observed
+        return move if self.worse_when == "below" else -move
 
     @property
     def unchanged(self) -> bool:

@@ -58,9 +58,29 @@ def statistic_label(statistic: str) -> str:
     return STATISTICS.get(statistic, ("", statistic))[1]
 
 
+# Short names of the statistics that are not a metric's mean, for alert headlines.
+HEADLINE_NAMES = {
+    "mean_n": "context size",
+    "share_precision_below_bloat": "bloated share",
+    "share_empty_context": "empty share",
+    "share_failed": "unjudged share",
+    "share_recall_below_1": "share with recall < 1",
+}
+
+
 def metric_name(statistic: str) -> str:
-    """`f1` for `mean_f1`: the short name used in alert headlines."""
-    return statistic.removeprefix("mean_")
+    """`f1` for `mean_f1`, `context size` for `mean_n`: the short name of headlines."""
+    return HEADLINE_NAMES.get(statistic, statistic.removeprefix("mean_"))
+
+
+def change_text(statistic: str, change: float) -> str:
+    """A statistic's change with its sign: `−0.33`, `+4.0` passages, `+52.4 pts` for a
+    share (percentage points)."""
+    if statistic in SHARE_STATISTICS:
+        return f"{signed(change * 100, 1)} pts"
+    if statistic == "mean_n":
+        return signed(change, 1)
+    return signed(change)
 
 
 def slice_title(label: str) -> str:
@@ -172,7 +192,7 @@ def drop_message(
         f"{label}: {statistic_label(statistic)} {movement} ({observed:.3f} over {sample} "
         f"events vs {baseline:.3f} over {baseline_count} events in {baseline_label})"
     )
-    change = "drop" if worse_when == "below" else "rise"
+    change = change_noun(worse_when)
     if failed:
         reason = f"a {change} of at least {threshold:.2f} and beyond the noise {noise:.3f}"
     elif delta >= threshold - 1e-12:
@@ -264,10 +284,22 @@ def rest_phrase(rest: RestOfParent) -> str:
         return f"{name}: no figures"
     if rest.unchanged:
         return f"{name} unchanged"
-    figures = f"{metric} {signed(-rest.delta)}, {rest.events:,} events"
+    change = change_text(rest.statistic, _change(rest.delta, rest.worse_when))
+    figures = f"{metric} {change}, {rest.events:,} events"
+    falls = rest.worse_when == "below"
     if rest.delta > 0:
-        return f"{name} also dropped ({figures})"
-    return f"{name} rose ({figures})"
+        return f"{name} also {'dropped' if falls else 'rose'} ({figures})"
+    return f"{name} {'rose' if falls else 'fell'} ({figures})"
+
+
+def _change(bad_move: float, worse_when: str) -> float:
+    """The statistic's change (today minus baseline) from its move the bad way."""
+    return -bad_move if worse_when == "below" else bad_move
+
+
+def change_noun(worse_when: str) -> str:
+    """What a change rule watches for: a `drop`, or a `rise` (bloat, empty contexts)."""
+    return "drop" if worse_when == "below" else "rise"
 
 
 def alert_headline(
@@ -284,11 +316,13 @@ def alert_headline(
     if outcome.kind != "drop" or outcome.delta is None:
         return f"{title}: {outcome_summary(outcome)}"
     metric = metric_name(outcome.statistic)
-    figures = f"{metric} {signed(-outcome.delta)}, {outcome.sample_size:,} events"
+    change = change_text(outcome.statistic, _change(outcome.delta, outcome.worse_when))
+    figures = f"{metric} {change}, {outcome.sample_size:,} events"
     if explanation is not None:
         line = (
             f"{title} explains {share_text(explanation.share)} of "
-            f"{_whose(explanation.parent)} {metric} drop: {figures}; "
+            f"{_whose(explanation.parent)} {metric} {change_noun(outcome.worse_when)}: "
+            f"{figures}; "
             f"{rest_phrase(explanation.rest)}"
         )
     else:

@@ -25,7 +25,8 @@ from seer_metrics.rules import (
     evaluate_rules,
     lead_slices,
 )
-from seer_metrics.rules.attribution import is_narrower, preferred
+from seer_metrics.rules.attribution import is_narrower, narrower_parts, preferred
+from seer_metrics.rules.wording import rest_phrase
 from seer_metrics.slices import slice_metrics
 
 KEYS = ("env", "feature_flag", "tenant")
@@ -56,6 +57,7 @@ def day_events(
             "f1": recall * 2 / 3,
             "ndcg": recall,
             "k": 4,
+            "n": 4,
             "metadata": [
                 {"env": e, "feature_flag": f, "tenant": t}
                 for e, f, t in zip(env, flag, tenant, strict=True)
@@ -180,6 +182,64 @@ def test_empty_contexts_spread_over_prod_are_led_by_prod_not_by_one_flag() -> No
     by_slice = {i.outcome.slice: i for i in items if i.outcome.rule == "recall_drop"}
     assert not by_slice["env=prod"].explained_by
     assert by_slice["all"].explained_by == "env=prod"
+
+
+def bloat_in_t7(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """t7's contexts grow from 4 to 8 passages, in prod and dev alike: precision halves."""
+    bloated = where(frame, tenant="t7")
+    frame.loc[bloated, "n"] = 8
+    frame.loc[bloated, "precision"] /= 2
+    return frame
+
+
+def test_a_rise_spread_over_a_tenant_is_led_by_the_tenant_not_by_its_largest_pair() -> None:
+    # Measured (ideal judge, a tenant's contexts 4 -> 8): env=prod x tenant=acme led,
+    # because the rest of acme's rise (its staging events, up as much) read as a fall.
+    tables = stream(1, bloat_in_t7, events=2000)
+    items = lead_of_day(tables, 7)
+    sizes = [i for i in items if i.outcome.rule == "context_size_rise"]
+    lead = next(i for i in sizes if i.leads)
+    assert lead.outcome.slice == "tenant=t7"
+    assert re.match(
+        r"tenant=t7: context size \+4\.0, \d+ events; no narrower slice explains it "
+        r"\(env=prod × tenant=t7 accounts for (7|8)\d% of it with (7|8)\d% of its events\)",
+        lead.headline(),
+    )
+    # its pairs each carry their share of it: none explains t7
+    explained = {i.outcome.slice: i.explained_by for i in sizes if i.explained_by}
+    assert "tenant=t7" not in explained
+    assert "env=prod,tenant=t7" in {i.outcome.slice for i in sizes if i.outcome.failed}
+    # a share's events are those it is a share of (precision's): its parts are weighed too
+    bloat = next(i for i in items if i.outcome.rule == "bloat_rise" and i.leads)
+    assert bloat.outcome.slice == "tenant=t7"
+    assert re.match(
+        r"tenant=t7: bloated share \+\d\d\.\d pts, \d+ events; no narrower slice explains it "
+        r"\(env=prod × tenant=t7 accounts for (7|8)\d% of it",
+        bloat.headline(),
+    )
+
+
+def test_the_rest_of_a_parent_rising_with_the_child_is_not_a_concentrated_rise() -> None:
+    parent = drop("tenant=t7", 100, 4.0, **rise(8.0))
+    child = drop("env=prod,tenant=t7", 80, 4.0, **rise(8.0))
+    found = narrower_parts(parent, [parent, child], {})
+    assert found and found[0].share == pytest.approx(0.8)
+    assert found[0].rest.delta == pytest.approx(4.0)  # the rest rose as much: a bad move
+    assert not found[0].explains
+    assert "the rest of tenant=t7 also rose (context size +4.0, 20 events)" in (
+        rest_phrase(found[0].rest)
+    )
+
+
+def rise(observed: float) -> dict:
+    return dict(
+        rule="context_size_rise",
+        statistic="mean_n",
+        observed=observed,
+        baseline=4.0,
+        threshold=1.0,
+        worse_when="above",
+    )
 
 
 # ------------------------------------------------------------------- the pure pieces
