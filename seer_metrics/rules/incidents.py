@@ -8,9 +8,12 @@ the count; a day that says nothing (not enough data, no baseline) carries it unc
 
 A drop rule (a change) is followed the same way, and its passes are clear only when the
 slice is back within noise of its pre-incident level (its baseline never learns the
-breakage: `seer_metrics.rules.breakage`), half way back from where it opened, and, the
-closing passes together, back within their pooled noise: "recovered" is never said while
-the trouble lasts.
+breakage: `seer_metrics.rules.breakage`) and half way back from where it opened; it
+closes when its latest readings since its last failure (the count and one more) hold
+the count of clear passes and, together, are back within their pooled noise. A reading
+of its own short of back stays in that window (so a residual gap keeps the incident
+open, and one chance low day ages out); a pass held because a slice sharing its events
+still fails starts the count again. "Recovered" is never said while the trouble lasts.
 
 A page is an incident opened today, or an open incident much worse than where it opened
 (`escalated`, once per incident): an ongoing breakage pages once, not every day.
@@ -63,17 +66,24 @@ class Verdict:
     noise: float | None = None
     escalation_step: float | None = None
     worse_when: str = "below"
+    # A change's pass held as inconclusive because a slice sharing its events still fails
+    # (`incident_day.day_verdicts`): it restarts a recovery, an inconclusive reading of
+    # the slice's own only pauses it.
+    held: bool = False
 
     def figures(self) -> dict[str, Any]:
         """The numbers behind the verdict, as stored with it (`figure_fields` reads them)."""
-        return {name: getattr(self, name) for name in (*_FIGURES, "worse_when")}
+        return {name: getattr(self, name) for name in (*_FIGURES, "worse_when", "held")}
 
     @staticmethod
     def figure_fields(figures: Mapping[str, Any] | None) -> dict[str, Any]:
         """The keyword arguments of `Verdict` that `figures()` stored (missing: None)."""
         figures = figures or {}
         fields = {name: number_or_none(figures.get(name)) for name in _FIGURES}
-        return fields | {"worse_when": str(figures.get("worse_when") or "below")}
+        return fields | {
+            "worse_when": str(figures.get("worse_when") or "below"),
+            "held": figures.get("held") is True,
+        }
 
     @classmethod
     def of(cls, outcome: CheckOutcome) -> Verdict | None:
@@ -119,8 +129,10 @@ def worsened_by(verdict: Verdict, reference: float | None) -> float | None:
 class Incident:
     """An open (or just closed) breach of one rule on one slice: a run of failing days.
 
-    `failed_days` counts the failing days of the run; `clear_passes` the consecutive clear
-    passes since its last failure (it closes when they reach the rule kind's count).
+    `failed_days` counts the failing days of the run; `clear_passes` the clear passes
+    since its last failure (consecutive for a level; for a change, since its last failure
+    or hold, its own readings short of back only pause them); it closes when they reach
+    the rule kind's count.
     """
 
     rule: str
@@ -140,10 +152,10 @@ class Incident:
     opened_baseline: float | None = None
     last_observed: float | None = None
     escalated_on: date | None = None
-    # Over the current run of clear passes of a change: how far below the pre-incident
-    # level each was, and its noise, summed (the pooled recovery test reads them).
-    recovery_gap: float = 0.0
-    recovery_noise: float = 0.0
+    # A change's latest readings since its last failure or hold (at most the count to
+    # close and one more): how far below the pre-incident level each was, its noise, and
+    # whether it was a clear pass (the pooled recovery test reads them).
+    recent_readings: tuple[tuple[float, float, bool], ...] = ()
     # Whether a person was told of it: False for a level opened under its parent's open
     # breach (`under_parent`) until it gets much worse. Only the day's replay
     # (`advance_incidents`) knows it; the warehouse's folded history does not (there the
@@ -176,8 +188,10 @@ class Incident:
             kind=data.get("kind", "threshold"),
             failed_days=int(data.get("failed_days", 1)),
             clear_passes=int(data.get("clear_passes", 0)),
-            recovery_gap=float(data.get("recovery_gap", 0.0)),
-            recovery_noise=float(data.get("recovery_noise", 0.0)),
+            recent_readings=tuple(
+                (float(gap), float(noise), bool(clear))
+                for gap, noise, clear in data.get("recent_readings", ())
+            ),
             opened_observed=number_or_none(data.get("opened_observed")),
             opened_baseline=number_or_none(data.get("opened_baseline")),
             last_observed=number_or_none(data.get("last_observed")),
@@ -196,6 +210,10 @@ def passes_to_close(kind: RuleKind, close_after_passes: int) -> int:
     of the realistic benchmark."""
     del kind  # every kind of rule keeps the same count
     return max(1, close_after_passes)
+
+
+# What a failure, a hold or a recovery refused by the pooled test starts again from.
+_RESTART: dict[str, Any] = {"clear_passes": 0, "recent_readings": ()}
 
 
 def follow(
@@ -232,43 +250,54 @@ def follow(
             last_failed_on=max(incident.last_failed_on, day),
             last_message=verdict.message,
             failed_days=incident.failed_days + (day > incident.last_failed_on),
-            clear_passes=0,
             last_observed=verdict.observed,
+            **_RESTART,
         )
         if incident.escalated_on is None and much_worse(verdict, incident):
             return replace(carried, escalated_on=day, paged=True), "escalated"
         return carried, "carried"
     if incident is None:
         return None, "quiet"
-    restart = {"clear_passes": 0, "recovery_gap": 0.0, "recovery_noise": 0.0}
-    if verdict.status == "inconclusive" or not back_from_the_drop(verdict, incident):
-        return replace(incident, last_observed=verdict.observed, **restart), "carried"
-    passes = incident.clear_passes + 1
-    gap = worsened_by(verdict, incident.opened_baseline)
+    clear = verdict.status == "pass" and back_from_the_drop(verdict, incident)
+    if verdict.held or (not clear and incident.kind != "drop"):
+        return replace(incident, last_observed=verdict.observed, **_RESTART), "carried"
+    needed = passes_to_close(incident.kind, close_after_passes)
+    if incident.kind != "drop":
+        recovering = replace(
+            incident, clear_passes=incident.clear_passes + 1, last_observed=verdict.observed
+        )
+        if recovering.clear_passes >= needed:
+            return replace(recovering, closed_on=day), "closed"
+        return recovering, "carried"
+    # A change's own reading short of back does not start its count again: it stays in
+    # the window of its latest readings, pooled with the clear passes, so a residual gap
+    # keeps the incident open and one chance low day ages out.
+    gap = worsened_by(verdict, incident.opened_baseline) or 0.0
+    window = (*incident.recent_readings, (gap, verdict.noise or 0.0, clear))[-(needed + 1) :]
     recovering = replace(
         incident,
-        clear_passes=passes,
         last_observed=verdict.observed,
-        recovery_gap=incident.recovery_gap + (gap or 0.0),
-        recovery_noise=incident.recovery_noise + (verdict.noise or 0.0),
+        recent_readings=window,
+        clear_passes=sum(1 for _, _, was_clear in window if was_clear),
     )
-    if passes >= passes_to_close(incident.kind, close_after_passes):
-        if not pooled_recovery(recovering):
-            return replace(recovering, **restart), "carried"
+    if clear and recovering.clear_passes >= needed and pooled_recovery(recovering):
         return replace(recovering, closed_on=day), "closed"
     return recovering, "carried"
 
 
 def pooled_recovery(incident: Incident) -> bool:
-    """The clear passes of a change, taken together, are back within noise of the level
-    before the incident: their mean gap below it is at most their mean noise over the
-    square root of their number. One pass within noise says little about a slice a
-    breakage hurts only in part (a real gap of 0.07 behind a noise of 0.08); three
+    """The latest readings of a change (its clear passes and those short of back among
+    them, at most the count to close and one more), taken together, are back within noise
+    of the level before the incident: their mean gap below it is at most their mean noise
+    over the square root of their number. One pass within noise says little about a slice
+    a breakage hurts only in part (a real gap of 0.07 behind a noise of 0.08); several
     together say it is still low. Levels (and passes without figures) keep the count."""
-    passes = incident.clear_passes
-    if incident.kind != "drop" or passes < 2 or incident.recovery_noise <= 0:
+    readings = incident.recent_readings
+    noise = sum(noise for _, noise, _ in readings)
+    if incident.kind != "drop" or len(readings) < 2 or noise <= 0:
         return True
-    return incident.recovery_gap / passes <= incident.recovery_noise / passes / math.sqrt(passes)
+    mean_gap = sum(gap for gap, _, _ in readings) / len(readings)
+    return mean_gap <= noise / len(readings) / math.sqrt(len(readings))
 
 
 def back_from_the_drop(verdict: Verdict, incident: Incident) -> bool:

@@ -705,32 +705,71 @@ def test_a_change_does_not_recover_while_a_slice_sharing_its_events_still_fails(
     assert {i.slice for i in closed.closed} == {"tenant=acme", "env=prod,tenant=acme"}
 
 
+def reading(day: str, status: str, label: str, observed: float) -> CheckOutcome:
+    """A change of f1 against a baseline of 0.80, read at `observed`."""
+    return change(day, status, label).replace(
+        observed=observed, baseline=0.80, delta=0.80 - observed, noise=0.05
+    )
+
+
 def test_a_change_does_not_recover_while_a_slice_sharing_its_events_is_not_back() -> None:
     """tenant=acme passes clearly while env=prod,tenant=acme, whose incident is open too,
-    passes only within noise of its drop (not back): the pass is held. A slice that is
-    not back but has no incident open holds nothing (a clean day's wobble)."""
+    passes within noise of its drop but not half way back, as on its last reading: the
+    pass is held. A slice that is not back but has no incident open holds nothing (a
+    clean day's wobble), nor one low on a day after a reading back (chance)."""
     opened = advance_incidents(
         [],
         [
-            change("2026-11-20", "fail", "tenant=acme"),
-            change("2026-11-20", "fail", "env=prod,tenant=acme"),
+            reading("2026-11-20", "fail", "tenant=acme", 0.60),
+            reading("2026-11-20", "fail", "env=prod,tenant=acme", 0.40),
         ],
     )
-    not_back = change("2026-11-21", "pass", "env=prod,tenant=acme").replace(inconclusive=True)
-    day = [change("2026-11-21", "pass", "tenant=acme"), not_back]
+    not_back = reading("2026-11-21", "pass", "env=prod,tenant=acme", 0.55)
+    day = [reading("2026-11-21", "pass", "tenant=acme", 0.78), not_back]
     held = advance_incidents(opened.still_open, day, close_after_passes=1)
     assert held.closed == ()
     statuses = {v.slice: v.status for v in day_verdicts(day, opened.still_open)}
-    assert statuses == {"tenant=acme": "inconclusive", "env=prod,tenant=acme": "inconclusive"}
+    assert statuses == {"tenant=acme": "inconclusive", "env=prod,tenant=acme": "pass"}
     # without the narrower slice's incident open, the same day closes tenant=acme
     (acme,) = [i for i in opened.still_open if i.slice == "tenant=acme"]
     alone = advance_incidents([acme], day, close_after_passes=1)
     assert [i.slice for i in alone.closed] == ["tenant=acme"]
     assert {v.slice: v.status for v in day_verdicts(day)}["tenant=acme"] == "pass"
     # once it is back too, both recover
-    later = [change("2026-11-22", "pass", s) for s in ("tenant=acme", "env=prod,tenant=acme")]
+    later = [
+        reading("2026-11-22", "pass", s, 0.79) for s in ("tenant=acme", "env=prod,tenant=acme")
+    ]
     closed = advance_incidents(held.still_open, later, close_after_passes=1)
-    assert {i.slice for i in closed.closed} == {"tenant=acme", "env=prod,tenant=acme"}
+    assert [i.slice for i in closed.closed] == ["tenant=acme"]
+    # the pair's own low reading is pooled with its pass: a mean gap of 0.13 is not back
+    (pair,) = closed.carried
+    assert (pair.slice, pair.clear_passes, len(pair.recent_readings)) == (
+        "env=prod,tenant=acme",
+        1,
+        2,
+    )
+
+
+def test_one_low_day_of_a_slice_back_from_its_drop_holds_nothing() -> None:
+    """After a fix, with dozens of incidents open on a rule, one of them reads low by
+    chance on most days; only a slice not back on two readings in a row holds others."""
+    opened = advance_incidents(
+        [],
+        [
+            reading("2026-11-20", "fail", "tenant=acme", 0.60),
+            reading("2026-11-20", "fail", "env=prod,tenant=acme", 0.40),
+        ],
+    )
+    back = [reading("2026-11-21", "pass", s, 0.76) for s in ("tenant=acme", "env=prod,tenant=acme")]
+    first = advance_incidents(opened.still_open, back, close_after_passes=2)
+    low = reading("2026-11-22", "pass", "env=prod,tenant=acme", 0.55)  # not half way back
+    second = advance_incidents(
+        first.still_open, [reading("2026-11-22", "pass", "tenant=acme", 0.77), low], 2
+    )
+    assert [i.slice for i in second.closed] == ["tenant=acme"]
+    # the low slice itself does not count that day as a pass, but keeps the one before
+    (pair,) = second.carried
+    assert pair.clear_passes == 1
 
 
 def _follow_days(statuses: str, close_after_passes: int = 3):
@@ -1247,3 +1286,41 @@ def test_a_change_recovers_only_when_its_closing_passes_together_are_back_within
             incident, transition = follow(incident, verdict(offset, "pass", observed), 3)
             transitions.append(transition)
         assert (transitions[-1] == "closed") is closes, transitions
+
+
+@pytest.mark.parametrize(
+    ("readings", "closed_on"),
+    [
+        # a chance low reading (within noise of half way) among clear passes: pooled, it
+        # closes on the third clear pass instead of starting the count again
+        ([0.79, 0.82, 0.74, 0.80], 4),
+        # a reading far from back stays in the window of the latest four until it ages out
+        ([0.79, 0.80, 0.62, 0.80, 0.81, 0.79, 0.80], 7),
+        # held passes (a slice sharing the events still fails) start the count again
+        ([0.79, 0.80, "held", 0.80, 0.81, 0.79], 6),
+    ],
+    ids=["chance low day", "far from back", "held"],
+)
+def test_a_changes_latest_readings_decide_its_recovery(readings, closed_on) -> None:
+    """Opened at 0.60 against 0.80 (noise 0.05): the latest readings (the count of three
+    and one more) close it when three are clear passes and together within noise."""
+    from seer_metrics.rules.incidents import Verdict, follow
+
+    start = date(2026, 11, 1)
+
+    def verdict(offset: int, reading) -> Verdict:
+        held = reading == "held"
+        observed = 0.80 if held else reading
+        back = held or observed >= 0.80 - 0.05
+        return Verdict(
+            start + timedelta(days=offset), "recall_drop", "tenant=t7", "drop",
+            "pass" if back and not held else "inconclusive", "ERROR", observed=observed,
+            baseline=0.80, noise=0.05, held=held,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    incident, _ = follow(None, replace(verdict(0, 0.60), status="fail"), 3)
+    transitions = []
+    for offset, reading in enumerate(readings, start=1):
+        incident, transition = follow(incident, verdict(offset, reading), 3)
+        transitions.append(transition)
+    assert transitions.index("closed") + 1 == closed_on, transitions
