@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from seer_metrics.rules import wording
-from seer_metrics.rules.explanation import Explanation
+from seer_metrics.rules.explanation import EXPLAINING_SHARE, Explanation
 from seer_metrics.rules.model import STATISTICS, VOLUME_STATISTIC, CheckOutcome, RestOfParent
 from seer_metrics.slices.groups import ALL_SLICE
 from seer_metrics.slices.identity import SliceIdentity
@@ -334,12 +334,15 @@ def alert_order(
             by_rule.setdefault(outcome.rule, []).append(outcome)
     items = [item for group in by_rule.values() for item in _rule_items(group, rows)]
     items.extend(AlertItem(o) for o in outcomes if o.failed and o.kind != "drop")
+    parts = _parts_of_spread_leads(items, rows)
 
     def order(item: AlertItem) -> tuple[Any, ...]:
         o = item.outcome
         return (
             not item.leads,
             item.explained_by is not None,
+            # a lead that is only a part of a wider lead's spread change after it
+            (o.rule, o.slice) in parts,
             # a lead that explains a wider slice's change (the end of its story) before
             # one that explains nothing wider (a slice whose drop stays its own), and the
             # one that explains the widest change first (all's before env=prod's)
@@ -356,6 +359,27 @@ def alert_order(
         )
 
     return sorted(items, key=order)
+
+
+def _parts_of_spread_leads(
+    items: Sequence[AlertItem], rows: Mapping[str, Mapping[str, Any]]
+) -> set[tuple[str, str]]:
+    """The leads inside a wider lead of the same rule that carry less than an explaining
+    share of its change: the wider lead's change is spread over its parts, and this one
+    is one of them. Lexical judge, three quarters of acme losing its top hit:
+    `feature_flag=retrieval-v1 × tenant=acme` explained v1's drop and led, while acme's
+    own drop (no narrower slice explaining it) is the story."""
+    leads = [item.outcome for item in items if item.leads]
+    parts = set()
+    for child in leads:
+        for wider in leads:
+            if wider.rule != child.rule or not is_narrower(child.slice, wider.slice):
+                continue
+            found = explanation(child, wider, rows)
+            if found is not None and found.share < EXPLAINING_SHARE:
+                parts.add((child.rule, child.slice))
+                break
+    return parts
 
 
 def lead_slices(items: Iterable[AlertItem]) -> list[str]:

@@ -346,3 +346,16 @@ def part(child: str, share: float, surprise: float = 5.0) -> Explanation:
 )
 def test_the_preferred_explanation(parts, chosen) -> None:
     assert preferred(parts).child == chosen
+
+
+def test_a_part_of_a_wider_leads_spread_drop_comes_after_it() -> None:
+    """Lexical judge, three quarters of acme losing its top hit: v1 x acme explained v1's
+    drop and led, though it carries only its share of acme's (a drop spread over acme)."""
+    acme = drop("tenant=acme", 130, 0.20)
+    v1 = drop("feature_flag=retrieval-v1", 100, 0.10)
+    v1_acme = drop("feature_flag=retrieval-v1,tenant=acme", 50, 0.20)
+    items = alert_order([v1, v1_acme, acme])
+    by_slice = {item.outcome.slice: item for item in items}
+    assert by_slice["feature_flag=retrieval-v1"].explained_by == v1_acme.slice
+    assert by_slice[v1_acme.slice].leads and by_slice["tenant=acme"].leads
+    assert lead_slices(items) == ["tenant=acme", v1_acme.slice]
