@@ -169,8 +169,9 @@ def _still_not_back(verdict: Verdict, incident: Incident | None) -> bool:
     """The slice's open change incident is not half way back today, nor on its last
     reading: a residual breakage persists, a chance low day does not. After a fix under
     the lexical judge ~30 incidents are open on a rule, and on most days one of them read
-    beyond its noise by chance: holding every overlapping pass on that (as a pass
-    merely inconclusive did) kept 2 of 4 fixes from recovering within a week."""
+    beyond its noise by chance: holding every overlapping pass on that (as a pass merely
+    inconclusive did) kept all of one fix's incidents open for its week, where now only
+    those of the tenant it touched in part stay open."""
     if incident is None or back_from_the_drop(verdict, incident):
         return False
     if incident.last_observed is None:
