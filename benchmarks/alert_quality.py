@@ -40,6 +40,7 @@ opened that day.
     .venv/bin/python benchmarks/alert_quality.py --streams 2    # quicker
     .venv/bin/python benchmarks/alert_quality.py --judge lexical  # the demo's judge
     .venv/bin/python benchmarks/alert_quality.py --seed 105       # streams not tuned on
+    .venv/bin/python benchmarks/alert_quality.py --kinds release_fix --trace "prod × v2"
 
 Exits non-zero when a target is missed. A few minutes with the defaults on two cores
 (`--workers`: streams side by side).
@@ -355,6 +356,7 @@ def run_stream(
             keys,
             scenario,
             starts[(stream_index * 7 + SCENARIOS.index(scenario) * 5) % len(starts)],
+            trace=bool(args.trace) and args.trace in scenario.place,
         )
         for scenario in scenarios
     ]
@@ -389,6 +391,11 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(ALL_KINDS),
         help=f"the kinds to run, comma-separated (default all: {','.join(ALL_KINDS)})",
     )
+    parser.add_argument(
+        "--trace",
+        default="",
+        help="print day by day what the scenarios whose place contains this text did",
+    )
     args = parser.parse_args(argv)
     kinds = _kinds(args.kinds, parser)
     longest = max(scenario.replayed_days for scenario in SCENARIOS)
@@ -420,6 +427,9 @@ def main(argv: list[str] | None = None) -> int:
         passed &= report_releases(results)
     if scenario_results:
         passed &= report_kinds(scenario_results)
+    for result in scenario_results:
+        if result.trace:
+            print(result.trace)
     if "clean_mix" in kinds:
         passed &= report_clean(
             mixes,

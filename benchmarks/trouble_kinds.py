@@ -248,12 +248,19 @@ class ScenarioResult:
     earlier_closed: int = 0
     change_pages: int = 0  # change pages after a judge change
     deadline: int | None = None  # a drift: the day (from 1) its recall fell 0.15
+    trace: str = ""  # the day-by-day trace, when asked for (`trace_days`)
 
 
 def run_scenario(
-    config: RulesConfig, base: BaseStream, keys: Sequence[str], scenario: Scenario, start: int
+    config: RulesConfig,
+    base: BaseStream,
+    keys: Sequence[str],
+    scenario: Scenario,
+    start: int,
+    trace: bool = False,
 ) -> ScenarioResult:
-    """`scenario` injected into `base` from its `start`-th day; the targets it measures."""
+    """`scenario` injected into `base` from its `start`-th day; the targets it measures
+    (and, with `trace`, what each day did: `trace_days`)."""
     replay_days = base.days[start : start + scenario.replayed_days]
     first = replay_days[0]
     trouble = replace(scenario.trouble, start=first, length=scenario.days)
@@ -328,7 +335,43 @@ def run_scenario(
             drops = [p for d in replayed for p in d.pages if p.kind == "drop"]
             result.results[target] = not drops
             result.change_pages = len(drops)
+    if trace:
+        result.trace = trace_days(replayed, trouble.where, f"seed {base.seed} {scenario.place}")
     return result
+
+
+def _figures(incident: Incident) -> str:
+    return (
+        f"opened {incident.opened_on} at {incident.opened_observed} vs {incident.opened_baseline}"
+    )
+
+
+def trace_days(replayed: Sequence[ReplayedDay], where: Mapping[str, str], title: str) -> str:
+    """What each replayed day did on the slices overlapping the trouble: the lead, the
+    pages, the closures; then the incidents opened on them that are still open."""
+    lines = [f"trace: {title}"]
+    opened: dict[tuple[str, str], Incident] = {}
+    for day in replayed:
+        items = alert_order(day.outcomes, day.rows)
+        lead = f"{items[0].outcome.rule} {items[0].outcome.slice}" if items else "none"
+        lines.append(f"  {day.day}: lead {lead}")
+        for page in day.pages:
+            if overlaps(page.slice, where):
+                lines.append(
+                    f"    page {page.rule} {page.slice}: {page.observed} vs {page.baseline} "
+                    f"(noise {page.noise})"
+                )
+        for incident in day.changes.closed:
+            if overlaps(incident.slice, where):
+                lines.append(
+                    f"    closed {incident.rule} {incident.slice} ({_figures(incident)}, "
+                    f"last {incident.last_observed}, paged {incident.paged})"
+                )
+        opened.update((i.key, i) for i in day.changes.opened if overlaps(i.slice, where))
+    still = {i.key for i in replayed[-1].open_incidents} if replayed else set()
+    for key in sorted(set(opened) & still):
+        lines.append(f"  still open: {key[0]} {key[1]} ({_figures(opened[key])})")
+    return "\n".join(lines)
 
 
 def lead_slice(day: ReplayedDay) -> str | None:
