@@ -11,7 +11,7 @@ from typing import Any
 
 from seer_metrics.rules import wording
 from seer_metrics.rules.field_types import statistic_range
-from seer_metrics.rules.model import CheckOutcome, Rule
+from seer_metrics.rules.model import CheckOutcome, Rule, moved_bad_way
 from seer_metrics.rules.readings import TOLERANCE, Effective
 from seer_metrics.rules.statistics import PooledSample, z_value
 
@@ -84,7 +84,7 @@ def extreme_small_drop(
         or baseline.count < settings.minimum_sample
     ):
         return None
-    worse = baseline.mean - observed if rule.comparison == "below" else observed - baseline.mean
+    worse = moved_bad_way(observed, baseline.mean, rule.comparison) or 0.0
     z = z_value(rule.confidence)
     margin = z * math.sqrt(baseline.mean_variance + baseline.between_day_variance)
     excess = worse - margin

@@ -43,6 +43,7 @@ from seer_metrics.rules.model import (
     Rule,
     RulesConfig,
     as_date,
+    moved_bad_way,
 )
 from seer_metrics.rules.readings import (
     TOLERANCE,
@@ -119,7 +120,7 @@ def _evaluate_drop(
             baseline_sample_size=size,
             message=wording.no_baseline(label, what, baseline_label, size, settings.minimum_sample),
         )
-    worse = baseline.mean - observed if rule.comparison == "below" else observed - baseline.mean
+    worse = moved_bad_way(observed, baseline.mean, rule.comparison) or 0.0
     observed_std = statistic_std(row, statistic, observed, sample)
     # On a sampled day both sides also carry their sampling variance (see day_variance).
     standard_error = math.sqrt(

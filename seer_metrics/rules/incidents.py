@@ -38,6 +38,7 @@ from seer_metrics.rules.model import (
     RuleKind,
     Severity,
     as_date,
+    moved_bad_way,
 )
 from seer_metrics.rules.readings import TOLERANCE, number_or_none
 
@@ -111,13 +112,6 @@ class Verdict:
 
 
 _FIGURES = ("observed", "baseline", "noise", "escalation_step")
-
-
-def moved_bad_way(value: float | None, reference: float | None, worse_when: str) -> float | None:
-    """How far `value` lies from `reference` the bad way (`worse_when`: below, a fall)."""
-    if value is None or reference is None:
-        return None
-    return reference - value if worse_when == "below" else value - reference
 
 
 def worsened_by(verdict: Verdict, reference: float | None) -> float | None:

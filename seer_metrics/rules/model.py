@@ -260,6 +260,13 @@ class CheckOutcome:
         return data
 
 
+def moved_bad_way(value: float | None, reference: float | None, worse_when: str) -> float | None:
+    """How far `value` lies from `reference` the bad way (`worse_when`: below, a fall)."""
+    if value is None or reference is None:
+        return None
+    return reference - value if worse_when == "below" else value - reference
+
+
 @dataclass(frozen=True)
 class RestOfParent:
     """A parent slice minus one failing child, today and in the baseline, for one rule."""
@@ -276,10 +283,7 @@ class RestOfParent:
     def delta(self) -> float | None:
         """How much the rest moved the rule's bad way (positive: a fall for a drop rule, a
         rise for a rise rule) against its baseline; negative the other way."""
-        if self.observed is None or self.baseline is None:
-            return None
-        move = self.baseline - self.observed
-        return move if self.worse_when == "below" else -move
+        return moved_bad_way(self.observed, self.baseline, self.worse_when)
 
     @property
     def unchanged(self) -> bool:
