@@ -60,14 +60,13 @@ from functools import partial
 
 import numpy as np
 import pandas as pd
+from kind_report import check, report_kinds
 from trouble_kinds import (
     KINDS,
     SCENARIOS,
     BaseStream,
     ScenarioResult,
-    check,
     replay_base,
-    report_kinds,
     run_scenario,
     scenario_starts,
     slice_table,

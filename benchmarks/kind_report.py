@@ -1,0 +1,63 @@
+"""The report of the kinds of trouble of the alert-quality benchmark: per kind, how many
+scenarios met each target (`trouble_kinds.TARGETS`), then per place what they did."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+from trouble_kinds import TARGETS, ScenarioResult
+
+
+def _mean(values: Sequence[float]) -> str:
+    defined = [v for v in values if not np.isnan(v)]
+    return f"{np.mean(defined):.2f}" if defined else "none"
+
+
+def check(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+def report_kinds(results: Sequence[ScenarioResult]) -> bool:
+    """Per kind, each target: how many of its scenarios met it; then per place."""
+    print(f"(c) kinds of trouble: {len(results)} scenarios")
+    passed = True
+    by_kind: dict[str, list[ScenarioResult]] = defaultdict(list)
+    for result in results:
+        by_kind[result.scenario.kind].append(result)
+    for kind, group in by_kind.items():
+        print(f"    {kind}:")
+        for target in TARGETS:
+            met = [r.results[target] for r in group if target in r.results]
+            if not met:
+                continue
+            ok = all(met)
+            passed &= ok
+            print(f"      {TARGETS[target]:<84} {sum(met):>3} of {len(met):<3} {check(ok)}")
+        places: dict[str, list[ScenarioResult]] = defaultdict(list)
+        for result in group:
+            places[result.scenario.place].append(result)
+        for place, runs in places.items():
+            notes = []
+            if any(r.false_recoveries for r in runs):
+                counts = ", ".join(str(r.false_recoveries) for r in runs)
+                notes.append(f"Recovered while it lasted: {counts}")
+            if any(r.earlier_closed for r in runs):
+                counts = ", ".join(str(r.earlier_closed) for r in runs)
+                notes.append(f"incidents opened before it closed while it lasted: {counts}")
+            if any(r.change_pages for r in runs):
+                notes.append(f"change pages: {', '.join(str(r.change_pages) for r in runs)}")
+            if any(r.deadline for r in runs):
+                notes.append(f"recall 0.15 down on day {', '.join(str(r.deadline) for r in runs)}")
+            met = ", ".join(
+                f"{target} {sum(r.results[target] for r in runs)}/{len(runs)}"
+                for target in runs[0].results
+            )
+            print(
+                f"        {place:<38} {np.mean([r.events for r in runs]):>5.0f} events, recall "
+                f"{np.nanmean([r.recall_before for r in runs]):.2f} -> "
+                f"{_mean([r.recall_first_day for r in runs])}: {met}"
+                + "".join(f"; {note}" for note in notes)
+            )
+    return passed
