@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import date
 
 from seer_metrics.rules.attribution import parent_slices
 from seer_metrics.rules.incidents import (
@@ -151,18 +152,60 @@ def day_verdicts(
     rule, or has its incident on the rule open (in `open_incidents`, those open before the
     day) and is not half way back from it today nor on its last reading."""
     raw = [verdict for outcome in outcomes if (verdict := Verdict.of(outcome))]
-    incidents = {i.key: i for i in open_incidents if i.kind == "drop"}
+    incidents = {i.key: i for i in open_incidents}
     failing: dict[str, list[SliceIdentity]] = {}
+    failing_changes: list[_FailingChange] = []
     for verdict in raw:
         incident = incidents.get((verdict.rule, verdict.slice))
-        if verdict.status == "fail" or _still_not_back(verdict, incident):
-            failing.setdefault(verdict.rule, []).append(SliceIdentity.decode(verdict.slice))
+        change = incident if incident is not None and incident.kind == "drop" else None
+        identity = SliceIdentity.decode(verdict.slice)
+        if verdict.status == "fail" or _still_not_back(verdict, change):
+            failing.setdefault(verdict.rule, []).append(identity)
+        if verdict.status == "fail" and verdict.kind == "drop":
+            opened = verdict.day if change is None else change.opened_on
+            failing_changes.append(_FailingChange(verdict.rule, identity, opened))
     verdicts = []
     for verdict in raw:
-        if _held_by_overlapping_failure(verdict, failing):
+        if _held_by_overlapping_failure(verdict, failing) or _held_by_same_trouble(
+            verdict, incidents.get((verdict.rule, verdict.slice)), failing_changes
+        ):
             verdict = replace(verdict, status="inconclusive", held=True)
         verdicts.append(verdict)
     return verdicts
+
+
+# Change incidents on slices sharing events that opened this many days apart or less are
+# taken for one trouble: the rules' trailing week.
+SAME_TROUBLE_DAYS = 7
+
+
+@dataclass(frozen=True)
+class _FailingChange:
+    rule: str
+    slice: SliceIdentity
+    opened_on: date
+
+
+def _held_by_same_trouble(
+    verdict: Verdict, incident: Incident | None, failing: Sequence[_FailingChange]
+) -> bool:
+    """A change incident's pass is not a recovery while another change rule still fails on
+    a slice sharing its events, in an incident opened within `SAME_TROUBLE_DAYS` of this
+    one: the trouble that moved this statistic, in part, is still there. A slice a
+    breakage touches in part reads its own rule back within noise by chance: half of
+    env=prod losing its top hit, `env=prod,tenant=initech` "recovered" its nDCG drop on
+    the trouble's 5th day while env=prod's recall drop failed every day; a bloat share
+    that empty contexts moved, and a drift's, did the same (4 of 64 troubles, seeds not
+    tuned on). An incident open long before (a chronic one) holds nothing new."""
+    if incident is None or verdict.status != "pass":
+        return False
+    mine = SliceIdentity.decode(verdict.slice)
+    return any(
+        other.rule != verdict.rule
+        and mine.may_overlap(other.slice)
+        and abs((other.opened_on - incident.opened_on).days) <= SAME_TROUBLE_DAYS
+        for other in failing
+    )
 
 
 def _still_not_back(verdict: Verdict, incident: Incident | None) -> bool:

@@ -772,6 +772,73 @@ def test_one_low_day_of_a_slice_back_from_its_drop_holds_nothing() -> None:
     assert pair.clear_passes == 1
 
 
+def on(rule: str, outcome: CheckOutcome) -> CheckOutcome:
+    return outcome.replace(rule=rule)
+
+
+def test_an_incident_does_not_recover_while_its_trouble_fails_another_change_rule() -> None:
+    """Half of env=prod loses its top hit: env=prod's recall drop fails every day, and
+    env=prod,tenant=initech's nDCG drop (opened the day after, by the same trouble in
+    part) passes within noise by chance. Its pass is held, as is a level's opened with
+    the trouble; a slice apart from the failing one, or an incident opened weeks before
+    the failing one (a chronic one), recovers."""
+    first = advance_incidents(
+        [],
+        [
+            on("recall_drop", change("2026-11-20", "fail", "env=prod")),
+            level("2026-11-20", "fail", "env=prod", rule="recall_high_priority"),
+        ],
+    )
+    second = advance_incidents(
+        first.still_open,
+        [
+            on("recall_drop", change("2026-11-21", "fail", "env=prod")),
+            on("ndcg_drop", change("2026-11-21", "fail", "env=prod,tenant=initech")),
+            on("ndcg_drop", change("2026-11-21", "fail", "env=dev,tenant=initech")),
+        ],
+    )
+    chronic = replace(
+        second.still_open[0],
+        rule="precision_drop",
+        slice="tenant=initech",
+        opened_on=date(2026, 10, 1),
+        last_failed_on=date(2026, 11, 20),
+    )
+    open_before = (*second.still_open, chronic)
+    day = [
+        on("recall_drop", change("2026-11-22", "fail", "env=prod")),
+        on("ndcg_drop", change("2026-11-22", "pass", "env=prod,tenant=initech")),
+        on("ndcg_drop", change("2026-11-22", "pass", "env=dev,tenant=initech")),
+        level("2026-11-22", "pass", "env=prod", rule="recall_high_priority"),
+        on("precision_drop", change("2026-11-22", "pass", "tenant=initech")),
+    ]
+    statuses = {(v.rule, v.slice): (v.status, v.held) for v in day_verdicts(day, open_before)}
+    assert statuses == {
+        ("recall_drop", "env=prod"): ("fail", False),
+        ("ndcg_drop", "env=prod,tenant=initech"): ("inconclusive", True),
+        ("ndcg_drop", "env=dev,tenant=initech"): ("pass", False),
+        ("recall_high_priority", "env=prod"): ("inconclusive", True),
+        ("precision_drop", "tenant=initech"): ("pass", False),
+    }
+    held = advance_incidents(open_before, day, close_after_passes=1)
+    assert {(i.rule, i.slice) for i in held.closed} == {
+        ("ndcg_drop", "env=dev,tenant=initech"),
+        ("precision_drop", "tenant=initech"),
+    }
+    # once the trouble's own rule passes, the held incidents recover
+    fixed = [
+        on("recall_drop", change("2026-11-23", "pass", "env=prod")),
+        on("ndcg_drop", change("2026-11-23", "pass", "env=prod,tenant=initech")),
+        level("2026-11-23", "pass", "env=prod", rule="recall_high_priority"),
+    ]
+    closed = advance_incidents(held.still_open, fixed, close_after_passes=1)
+    assert {(i.rule, i.slice) for i in closed.closed} == {
+        ("recall_drop", "env=prod"),
+        ("ndcg_drop", "env=prod,tenant=initech"),
+        ("recall_high_priority", "env=prod"),
+    }
+
+
 def _follow_days(statuses: str, close_after_passes: int = 3):
     """Replay one slice's days: F fail, P clear pass, ? inconclusive pass, - no verdict."""
     words = {"F": "fail", "P": "pass", "?": "pass", "-": "not_enough_data"}
