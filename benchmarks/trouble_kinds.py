@@ -347,9 +347,11 @@ def _figures(incident: Incident) -> str:
 
 def trace_days(replayed: Sequence[ReplayedDay], where: Mapping[str, str], title: str) -> str:
     """What each replayed day did on the slices overlapping the trouble: the lead, the
-    pages, the closures; then the incidents opened on them that are still open."""
+    pages, the closures, the readings of the incidents open at the end (held: a pass
+    a slice sharing its events held); then those incidents."""
     lines = [f"trace: {title}"]
     opened: dict[tuple[str, str], Incident] = {}
+    still = {i.key for i in replayed[-1].open_incidents} if replayed else set()
     for day in replayed:
         items = alert_order(day.outcomes, day.rows)
         lead = f"{items[0].outcome.rule} {items[0].outcome.slice}" if items else "none"
@@ -366,8 +368,14 @@ def trace_days(replayed: Sequence[ReplayedDay], where: Mapping[str, str], title:
                     f"    closed {incident.rule} {incident.slice} ({_figures(incident)}, "
                     f"last {incident.last_observed}, paged {incident.paged})"
                 )
+        for verdict in day.changes.verdicts:  # the daily readings of what stays open
+            if (verdict.rule, verdict.slice) in still and overlaps(verdict.slice, where):
+                lines.append(
+                    f"    read {verdict.rule} {verdict.slice}: {verdict.status}"
+                    f"{' (held)' if verdict.held else ''} {verdict.observed} vs "
+                    f"{verdict.baseline} (noise {verdict.noise})"
+                )
         opened.update((i.key, i) for i in day.changes.opened if overlaps(i.slice, where))
-    still = {i.key for i in replayed[-1].open_incidents} if replayed else set()
     for key in sorted(set(opened) & still):
         lines.append(f"  still open: {key[0]} {key[1]} ({_figures(opened[key])})")
     return "\n".join(lines)
