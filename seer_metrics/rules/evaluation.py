@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -136,6 +137,30 @@ def _evaluate_drop(
         inconclusive=not failed and worse > noise,
         p_value=one_sided_p_value(worse, standard_error),
     )
+
+
+# The days before an incident its recovery is judged against: the rules' longest window.
+RECOVERY_BASELINE_DAYS = 28
+
+
+def recovery_rule(rule: Rule) -> Rule:
+    """The rule as a slice inside its incident reads it: against the 28 days before the
+    incident rather than the trailing week. The week that opened an incident was more
+    often on the lucky side of normal (an incident opens more readily against a baseline
+    high, or low, by chance), and a recovery judged against it waits for a level the slice
+    never had: a ~60-event tenant's bloat share stayed 0.08 above its pre-incident week
+    for the whole week after a fix. Responsiveness, the reason for a short window, does
+    not matter while the baseline is frozen anyway. A drift's window and a same-day
+    baseline stay as they are."""
+    window = rule.baseline
+    if (
+        window is None
+        or window.slice is not None
+        or window.skip_recent_days
+        or window.trailing_days >= RECOVERY_BASELINE_DAYS
+    ):
+        return rule
+    return replace(rule, baseline=replace(window, trailing_days=RECOVERY_BASELINE_DAYS))
 
 
 def _drop_baseline(
@@ -329,11 +354,14 @@ def evaluate_rules(
             elif rule.kind == "threshold":
                 outcome = evaluate_level(rule, row, settings, base, slice_history)
             else:
-                baseline, description = _drop_baseline(
-                    rule, today_rows, slice_history, day or date.min
-                )
                 broken = (excluded_days or {}).get((rule.statistic, label), frozenset())
                 in_incident = day is not None and day - timedelta(days=1) in broken
+                baseline, description = _drop_baseline(
+                    recovery_rule(rule) if in_incident else rule,
+                    today_rows,
+                    slice_history,
+                    day or date.min,
+                )
                 outcome = _evaluate_drop(
                     rule, row, settings, base, baseline, description, in_incident
                 )

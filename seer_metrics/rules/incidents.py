@@ -266,7 +266,7 @@ def follow(
     # A change's own reading short of back does not start its count again: it stays in
     # the window of its latest readings, pooled with the clear passes, so a residual gap
     # keeps the incident open and one chance low day ages out.
-    gap = worsened_by(verdict, incident.opened_baseline) or 0.0
+    gap = worsened_by(verdict, recovery_baseline(verdict, incident)) or 0.0
     window = (*incident.recent_readings, (gap, verdict.noise or 0.0, clear))[-(needed + 1) :]
     recovering = replace(
         incident,
@@ -302,10 +302,17 @@ def back_from_the_drop(verdict: Verdict, incident: Incident) -> bool:
     if incident.kind != "drop":
         return True
     opened = moved_bad_way(incident.opened_observed, incident.opened_baseline, verdict.worse_when)
-    now = worsened_by(verdict, incident.opened_baseline)
+    now = worsened_by(verdict, recovery_baseline(verdict, incident))
     if opened is None or now is None or opened <= 0:
         return True
     return now <= opened / 2
+
+
+def recovery_baseline(verdict: Verdict, incident: Incident) -> float | None:
+    """The level a change incident's reading is judged back against: the day's baseline
+    (inside an incident, the days before it: `evaluation.recovery_rule`), else the one
+    it opened against."""
+    return verdict.baseline if verdict.baseline is not None else incident.opened_baseline
 
 
 def much_worse(verdict: Verdict, incident: Incident) -> bool:

@@ -33,6 +33,8 @@ from seer_metrics.rules import (
     slice_matches,
     wilson_interval,
 )
+from seer_metrics.rules.evaluation import recovery_rule
+from seer_metrics.rules.incidents import Verdict, follow
 from seer_metrics.rules.wording import outcome_summary, rest_phrase
 from seer_metrics.slices import SLICE_COLUMNS, slice_metrics
 from seer_testing.slice_rows import healthy_slice_row
@@ -1210,6 +1212,51 @@ def test_the_baseline_stays_at_its_pre_incident_level_while_the_incident_lasts()
     result = outcome(frozen, "recall_drop", "env=prod")
     assert result.failed and result.baseline == pytest.approx(0.8)
     assert "before the incident" in (result.baseline_label or "")
+
+
+def test_a_slice_inside_its_incident_is_judged_back_against_the_weeks_before_it() -> None:
+    """The week before the incident read high by chance (0.84 against a normal 0.78): back
+    at its normal after a fix, the slice is back against the 28 days before the incident
+    (0.795), where against that week alone it would read 0.06 short, not back."""
+    start = date.fromisoformat(DAY) - timedelta(days=35)
+    days = [(start + timedelta(days=offset)).isoformat() for offset in range(35)]
+    normal, lucky, broken = days[:21], days[21:28], days[28:]
+
+    def row(day: str, recall: float) -> dict:
+        return slice_row(day, "env=prod", n=200, mean_recall=recall, std_recall=0.3)
+
+    past = frame(
+        *(row(day, 0.78) for day in normal),
+        *(row(day, 0.84) for day in lucky),
+        *(row(day, 0.50) for day in broken),
+    )
+    today = frame(row(DAY, 0.78))
+    excluded = {("mean_recall", "env=prod"): frozenset(date.fromisoformat(d) for d in broken)}
+    outcomes = evaluate_rules(DEFAULT_RULES, today, past, excluded_days=excluded)
+    back = outcome(outcomes, "recall_drop", "env=prod")
+    assert back.status == "pass" and not back.inconclusive
+    assert back.baseline == pytest.approx((21 * 0.78 + 7 * 0.84) / 28)
+    assert "28 days before the incident" in (back.baseline_label or "")
+    assert recovery_rule(DEFAULT_RULES.rule("recall_drop")).baseline.trailing_days == 28
+    assert recovery_rule(DEFAULT_RULES.rule("recall_drift")) == DEFAULT_RULES.rule("recall_drift")
+    # the incident's recovery window reads the gap against that level, not the week's
+    opened = Verdict(
+        day=date.fromisoformat(broken[0]),
+        rule="recall_drop",
+        slice="env=prod",
+        kind="drop",
+        status="fail",
+        severity="ERROR",
+        observed=0.50,
+        baseline=0.84,
+        noise=0.035,
+    )
+    incident, _ = follow(None, opened)
+    reading = replace(
+        opened, day=date.fromisoformat(DAY), status="pass", observed=0.78, baseline=back.baseline
+    )
+    recovering, _ = follow(incident, reading)
+    assert recovering.recent_readings[-1][0] == pytest.approx(back.baseline - 0.78)
 
 
 def test_the_drift_baseline_leaves_out_the_latest_week_a_drift_would_move() -> None:
