@@ -368,6 +368,13 @@ def trace_days(replayed: Sequence[ReplayedDay], where: Mapping[str, str], title:
                     f"    closed {incident.rule} {incident.slice} ({_figures(incident)}, "
                     f"last {incident.last_observed}, paged {incident.paged})"
                 )
+        if any(verdict.held for verdict in day.changes.verdicts):
+            holding = [
+                f"{v.rule} {v.slice}"
+                for v in day.changes.verdicts
+                if v.kind == "drop" and v.status == "fail"
+            ]
+            lines.append(f"    failing changes (they may hold): {', '.join(holding) or 'none'}")
         for verdict in day.changes.verdicts:  # the daily readings of what stays open
             if (verdict.rule, verdict.slice) in still and overlaps(verdict.slice, where):
                 lines.append(
