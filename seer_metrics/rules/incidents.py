@@ -145,6 +145,9 @@ class Incident:
     opened_observed: float | None = None
     opened_baseline: float | None = None
     last_observed: float | None = None
+    # The level the latest reading was compared with (a change's, inside the incident, the
+    # days before it): what the "Recovered" reply says it is back against.
+    last_baseline: float | None = None
     escalated_on: date | None = None
     # A change's latest readings since its last failure or hold (at most the count to
     # close and one more): how far below the pre-incident level each was, its noise, and
@@ -189,6 +192,7 @@ class Incident:
             opened_observed=number_or_none(data.get("opened_observed")),
             opened_baseline=number_or_none(data.get("opened_baseline")),
             last_observed=number_or_none(data.get("last_observed")),
+            last_baseline=number_or_none(data.get("last_baseline")),
             escalated_on=None
             if data.get("escalated_on") is None
             else as_date(data["escalated_on"]),
@@ -204,6 +208,11 @@ def passes_to_close(kind: RuleKind, close_after_passes: int) -> int:
     of the realistic benchmark."""
     del kind  # every kind of rule keeps the same count
     return max(1, close_after_passes)
+
+
+def _latest(verdict: Verdict) -> dict[str, float | None]:
+    """An incident's fields that keep its latest reading."""
+    return {"last_observed": verdict.observed, "last_baseline": verdict.baseline}
 
 
 # What a failure, a hold or a recovery refused by the pooled test starts again from.
@@ -235,7 +244,7 @@ def follow(
                 kind=verdict.kind,
                 opened_observed=verdict.observed,
                 opened_baseline=verdict.baseline,
-                last_observed=verdict.observed,
+                **_latest(verdict),
             )
             return opened, "opened"
         carried = replace(
@@ -244,7 +253,7 @@ def follow(
             last_failed_on=max(incident.last_failed_on, day),
             last_message=verdict.message,
             failed_days=incident.failed_days + (day > incident.last_failed_on),
-            last_observed=verdict.observed,
+            **_latest(verdict),
             **_RESTART,
         )
         if incident.escalated_on is None and much_worse(verdict, incident):
@@ -254,12 +263,10 @@ def follow(
         return None, "quiet"
     clear = verdict.status == "pass" and back_from_the_drop(verdict, incident)
     if verdict.held or (not clear and incident.kind != "drop"):
-        return replace(incident, last_observed=verdict.observed, **_RESTART), "carried"
+        return replace(incident, **_latest(verdict), **_RESTART), "carried"
     needed = passes_to_close(incident.kind, close_after_passes)
     if incident.kind != "drop":
-        recovering = replace(
-            incident, clear_passes=incident.clear_passes + 1, last_observed=verdict.observed
-        )
+        recovering = replace(incident, clear_passes=incident.clear_passes + 1, **_latest(verdict))
         if recovering.clear_passes >= needed:
             return replace(recovering, closed_on=day), "closed"
         return recovering, "carried"
@@ -270,7 +277,7 @@ def follow(
     window = (*incident.recent_readings, (gap, verdict.noise or 0.0, clear))[-(needed + 1) :]
     recovering = replace(
         incident,
-        last_observed=verdict.observed,
+        **_latest(verdict),
         recent_readings=window,
         clear_passes=sum(1 for _, _, was_clear in window if was_clear),
     )

@@ -228,10 +228,12 @@ def recovered_line(alert: Alert) -> str:
     line = f"`{rule}` on *{label}* ({escape_mrkdwn(shorten(failing, MAX_LABEL_CHARS))})"
     statistic = payload.get("statistic")
     if statistic and payload.get("last_observed") is not None:
+        # the level its last reading was judged back against (older rows: the opening's)
+        before = payload.get("last_baseline")
         note = recovery_note(
             statistic,
             payload.get("last_observed"),
-            payload.get("opened_baseline"),
+            payload.get("opened_baseline") if before is None else before,
             payload.get("opened_observed"),
         )
         line += f": {escape_mrkdwn(shorten(note, MAX_HEADLINE_CHARS))}"
