@@ -3,10 +3,10 @@ and pages (`advance_incidents`), and the day's verdicts as the incidents take th
 
 Two rules look across slices, so they live here rather than in `follow`, which sees one
 (rule, slice) at a time: a change's pass is held while a slice sharing events with it
-still fails the rule, or is not back from its open incident on it (`day_verdicts`,
-stored as decided so the folded history agrees),
-and a level a slice first breaches under its parent's open breach opens without a page
-(`under_parent`).
+still fails the rule, or is not back from its open incident on it, and any incident's
+pass while its trouble still fails another change rule (`day_verdicts`, stored as
+decided so the folded history agrees), and a level a slice first breaches under its
+parent's open breach opens without a page (`under_parent`).
 """
 
 from __future__ import annotations
@@ -150,7 +150,9 @@ def day_verdicts(
     folding the stored verdicts gives the same incidents): each outcome's verdict, a
     change's pass held as inconclusive while a slice sharing events with it fails the same
     rule, or has its incident on the rule open (in `open_incidents`, those open before the
-    day) and is not half way back from it today nor on its last reading."""
+    day) and is not half way back from it today nor on its last reading; and any open
+    incident's pass held while another change rule fails on a slice sharing its events,
+    in an incident opened within `SAME_TROUBLE_DAYS` of it."""
     raw = [verdict for outcome in outcomes if (verdict := Verdict.of(outcome))]
     incidents = {i.key: i for i in open_incidents}
     failing: dict[str, list[SliceIdentity]] = {}
@@ -189,14 +191,16 @@ class _FailingChange:
 def _held_by_same_trouble(
     verdict: Verdict, incident: Incident | None, failing: Sequence[_FailingChange]
 ) -> bool:
-    """A change incident's pass is not a recovery while another change rule still fails on
-    a slice sharing its events, in an incident opened within `SAME_TROUBLE_DAYS` of this
-    one: the trouble that moved this statistic, in part, is still there. A slice a
-    breakage touches in part reads its own rule back within noise by chance: half of
-    env=prod losing its top hit, `env=prod,tenant=initech` "recovered" its nDCG drop on
-    the trouble's 5th day while env=prod's recall drop failed every day; a bloat share
-    that empty contexts moved, and a drift's, did the same (4 of 64 troubles, seeds not
-    tuned on). An incident open long before (a chronic one) holds nothing new."""
+    """An incident's pass (a change's or a level's) is not a recovery while another change
+    rule still fails on a slice sharing its events, in an incident opened within
+    `SAME_TROUBLE_DAYS` of this one: the trouble that moved this statistic, in part, is
+    still there. A slice a breakage touches in part reads its own rule back within noise
+    by chance: half of env=prod losing its top hit, `env=prod,tenant=initech` "recovered"
+    its nDCG drop on the trouble's 5th day while env=prod's recall drop failed every day;
+    a bloat share that empty contexts moved, a drift's, and `recall_high_priority` on
+    env=prod beside a tenant on a wrong index did the same (4 of 64 troubles on streams
+    not tuned on, 8 under the lexical judge; none with this hold). An incident opened
+    long before the failing one (a chronic one) holds nothing new."""
     if incident is None or verdict.status != "pass":
         return False
     mine = SliceIdentity.decode(verdict.slice)
