@@ -246,6 +246,45 @@ def test_no_reply_while_a_slice_sharing_the_events_is_not_back(engine) -> None:
     }
 
 
+def test_no_reply_while_the_same_trouble_fails_another_change_rule(engine) -> None:
+    """env=prod's recall drop fails every day; env=prod,tenant=initech's f1 drop (opened
+    the same day) passes: held, stored so, no reply; the day env=prod passes too, the
+    pair recovers, in one reply with env=prod's."""
+    pair = "env=prod,tenant=initech"
+
+    def recall(day: date, status: str) -> CheckOutcome:
+        return outcome(day, status, "recall_drop", "env=prod").replace(statistic="mean_recall")
+
+    with FakeSlack() as slack:
+        dispatcher = dispatcher_for(engine, slack)
+        opening = [recall(DAYS[0], "fail"), outcome(DAYS[0], "fail", "f1_drop", pair)]
+        dispatcher.alert_on_day(DAYS[0], opening, "r")
+        back = outcome(DAYS[1], "pass", "f1_drop", pair).replace(observed=0.79)
+        changes = dispatcher.alert_on_day(DAYS[1], [recall(DAYS[1], "fail"), back], "r")
+        assert {(i.rule, i.slice) for i in changes.incidents.drops.carried} == {
+            ("recall_drop", "env=prod"),
+            ("f1_drop", pair),
+        }
+        assert AlertOutbox(engine).rows(kind=KIND_RECOVERED) == []
+        fixed = [
+            recall(DAYS[2], "pass").replace(observed=0.79),
+            outcome(DAYS[2], "pass", "f1_drop", pair).replace(observed=0.79),
+        ]
+        closed = dispatcher.alert_on_day(DAYS[2], fixed, "r").incidents.drops.closed
+        assert {(i.rule, i.slice) for i in closed} == {
+            ("recall_drop", "env=prod"),
+            ("f1_drop", pair),
+        }
+        root = next(r.ts for r in slack.requests if r.accepted)
+        [reply] = slack.replies(root)
+        assert pair in str(reply["blocks"]) and "recall_drop" in str(reply["blocks"])
+    runs = IncidentStore(engine).runs()
+    assert {(r.incident.slice, r.incident.closed_on) for r in runs} == {
+        ("env=prod", DAYS[2]),
+        (pair, DAYS[2]),
+    }
+
+
 def test_an_open_incident_pages_again_once_when_it_gets_much_worse(engine) -> None:
     def failing(day: date, observed: float) -> CheckOutcome:
         return outcome(day, "fail", "f1_drop", "env=prod").replace(
