@@ -22,6 +22,7 @@ from seer_metrics.rules.incidents import (
     Verdict,
     back_from_the_drop,
     follow,
+    half_way_back,
     moved_bad_way,
     worsened_by,
 )
@@ -223,7 +224,8 @@ def _still_not_back(verdict: Verdict, incident: Incident | None) -> bool:
         return False
     if incident.last_observed is None:
         return True
-    return not back_from_the_drop(replace(verdict, observed=incident.last_observed), incident)
+    last = (incident.last_observed, incident.last_baseline)
+    return not half_way_back(incident, *last, verdict.worse_when)
 
 
 def _held_by_overlapping_failure(

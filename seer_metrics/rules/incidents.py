@@ -306,10 +306,20 @@ def back_from_the_drop(verdict: Verdict, incident: Incident) -> bool:
     half the way from where the incident opened to the level before it: a slice that a
     breakage hurts only a little is not "recovered" on the first day its drop is no
     longer significant. Levels (and verdicts without figures) keep the plain rule."""
+    baseline = recovery_baseline(verdict, incident)
+    return half_way_back(incident, verdict.observed, baseline, verdict.worse_when)
+
+
+def half_way_back(
+    incident: Incident, observed: float | None, baseline: float | None, worse_when: str
+) -> bool:
+    """`back_from_the_drop` of a reading `observed` against `baseline` (None: the level
+    the incident opened against)."""
     if incident.kind != "drop":
         return True
-    opened = moved_bad_way(incident.opened_observed, incident.opened_baseline, verdict.worse_when)
-    now = worsened_by(verdict, recovery_baseline(verdict, incident))
+    opened = moved_bad_way(incident.opened_observed, incident.opened_baseline, worse_when)
+    level = incident.opened_baseline if baseline is None else baseline
+    now = moved_bad_way(observed, level, worse_when)
     if opened is None or now is None or opened <= 0:
         return True
     return now <= opened / 2
