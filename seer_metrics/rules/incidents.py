@@ -34,6 +34,8 @@ from typing import Any, Literal
 
 from seer_metrics.rules.model import (
     DEFAULT_CLOSE_AFTER_PASSES,
+    RECOVERY_MARGIN_SHARE,
+    VOLUME_STATISTIC,
     CheckOutcome,
     RuleKind,
     Severity,
@@ -66,6 +68,9 @@ class Verdict:
     baseline: float | None = None
     noise: float | None = None
     escalation_step: float | None = None
+    # A change's gap from the level before its incident too small to matter: a quarter of
+    # the change the rule pages on (`recovery_margin`).
+    margin: float | None = None
     worse_when: str = "below"
     # A change's pass held as inconclusive because a slice sharing its events still fails
     # (`incident_day.day_verdicts`): it restarts a recovery, an inconclusive reading of
@@ -107,11 +112,24 @@ class Verdict:
             baseline=outcome.baseline,
             noise=outcome.noise,
             escalation_step=outcome.escalation_step,
+            margin=recovery_margin(outcome),
             worse_when=outcome.worse_when,
         )
 
 
-_FIGURES = ("observed", "baseline", "noise", "escalation_step")
+_FIGURES = ("observed", "baseline", "noise", "escalation_step", "margin")
+
+
+def recovery_margin(outcome: CheckOutcome) -> float | None:
+    """How far short of its pre-incident level a change's slice may read and be back: a
+    quarter of the change the rule pages on. Without it a large slice never recovers
+    from a shift far below anything the rule would page on: retrieval-v2 (~210 events)
+    read 0.02 below its 28-day level all the week after a fix (0.10 pages), 1.7 times
+    its pooled noise, and its incident stayed open. A volume rule's threshold is a share,
+    not a count: none."""
+    if outcome.kind != "drop" or outcome.statistic == VOLUME_STATISTIC:
+        return None
+    return RECOVERY_MARGIN_SHARE * outcome.threshold
 
 
 def worsened_by(verdict: Verdict, reference: float | None) -> float | None:
@@ -281,24 +299,26 @@ def follow(
         recent_readings=window,
         clear_passes=sum(1 for _, _, was_clear in window if was_clear),
     )
-    if clear and recovering.clear_passes >= needed and pooled_recovery(recovering):
+    if clear and recovering.clear_passes >= needed and pooled_recovery(recovering, verdict.margin):
         return replace(recovering, closed_on=day), "closed"
     return recovering, "carried"
 
 
-def pooled_recovery(incident: Incident) -> bool:
+def pooled_recovery(incident: Incident, margin: float | None = None) -> bool:
     """The latest readings of a change (its clear passes and those short of back among
     them, at most the count to close and one more), taken together, are back within noise
     of the level before the incident: their mean gap below it is at most their mean noise
     over the square root of their number. One pass within noise says little about a slice
     a breakage hurts only in part (a real gap of 0.07 behind a noise of 0.08); several
-    together say it is still low. Levels (and passes without figures) keep the count."""
+    together say it is still low; a mean gap within the rule's `margin` (a quarter of the
+    change it pages on) is back however small the noise. Levels (and passes without
+    figures) keep the count."""
     readings = incident.recent_readings
     noise = sum(noise for _, noise, _ in readings)
     if incident.kind != "drop" or len(readings) < 2 or noise <= 0:
         return True
     mean_gap = sum(gap for gap, _, _ in readings) / len(readings)
-    return mean_gap <= noise / len(readings) / math.sqrt(len(readings))
+    return mean_gap <= max(noise / len(readings) / math.sqrt(len(readings)), margin or 0.0)
 
 
 def back_from_the_drop(verdict: Verdict, incident: Incident) -> bool:

@@ -35,6 +35,10 @@ DEFAULT_HIGH_PRIORITY_SLICES = ("env=prod",)
 # the rule reports "no baseline" until it has clean days again.
 DEFAULT_BASELINE_LOOKBACK_DAYS = 42
 
+# The share of a change rule's threshold a slice inside its incident may still read short
+# of its level before the incident and be back (`incidents.recovery_margin`).
+RECOVERY_MARGIN_SHARE = 0.25
+
 # statistic -> (column counting the events it is computed over, human label)
 STATISTICS: dict[str, tuple[str, str]] = {
     **{f"mean_{m}": (f"count_{m}", f"mean {m}") for m in METRICS},

@@ -34,7 +34,7 @@ from seer_metrics.rules import (
     wilson_interval,
 )
 from seer_metrics.rules.evaluation import recovery_rule
-from seer_metrics.rules.incidents import Verdict, follow
+from seer_metrics.rules.incidents import Verdict, follow, pooled_recovery
 from seer_metrics.rules.wording import outcome_summary, rest_phrase
 from seer_metrics.slices import SLICE_COLUMNS, slice_metrics
 from seer_testing.slice_rows import healthy_slice_row
@@ -587,7 +587,9 @@ def level(day: str, status: str, label: str = "env=prod", rule: str = "recall_fl
 
 
 def change(day: str, status: str, label: str = "env=prod") -> CheckOutcome:
-    return replace(level(day, status, label, rule="f1_drop"), kind="drop", delta=0.3)
+    return replace(
+        level(day, status, label, rule="f1_drop"), kind="drop", delta=0.3, threshold=0.15
+    )
 
 
 def test_a_chronic_breach_opens_one_incident_and_pages_once() -> None:
@@ -1257,6 +1259,53 @@ def test_a_slice_inside_its_incident_is_judged_back_against_the_weeks_before_it(
     )
     recovering, _ = follow(incident, reading)
     assert recovering.recent_readings[-1][0] == pytest.approx(back.baseline - 0.78)
+
+
+def test_a_large_slice_a_little_short_of_its_level_is_back_within_the_recovery_margin():
+    """2,000 events a day, recall 0.80 before the incident, 0.78 after the fix: beyond its
+    noise (about 0.01) but a fifth of the 0.10 the rule pages on. Inside the incident that
+    is back (within a quarter of the threshold); a slice not in an incident reads it as a
+    pass short of its level, as before."""
+    start = date.fromisoformat(DAY) - timedelta(days=35)
+    days = [(start + timedelta(days=offset)).isoformat() for offset in range(35)]
+    before, broken = days[:28], days[28:]
+
+    def row(day: str, recall: float) -> dict:
+        return slice_row(day, "all", n=2000, mean_recall=recall, std_recall=0.3)
+
+    past = frame(*(row(day, 0.80) for day in before), *(row(day, 0.50) for day in broken))
+    today = frame(row(DAY, 0.78))
+    excluded = {("mean_recall", "all"): frozenset(date.fromisoformat(d) for d in broken)}
+    inside = outcome(
+        evaluate_rules(DEFAULT_RULES, today, past, excluded_days=excluded), "recall_drop", "all"
+    )
+    assert inside.noise < 0.02 < 0.25 * inside.threshold
+    assert inside.status == "pass" and not inside.inconclusive
+    clean = frame(*(row(day, 0.80) for day in days))
+    outside = outcome(evaluate_rules(DEFAULT_RULES, today, clean), "recall_drop", "all")
+    assert outside.status == "pass" and outside.inconclusive
+    # the incident closes on such readings, pooled: 0.02 is more than their pooled noise
+    verdict = Verdict.of(inside)
+    assert verdict is not None and verdict.margin == pytest.approx(0.025)
+    incident = Incident(
+        rule="recall_drop",
+        slice="all",
+        severity="ERROR",
+        opened_on=date.fromisoformat(broken[0]),
+        last_failed_on=date.fromisoformat(broken[-1]),
+        last_message="",
+        kind="drop",
+        opened_observed=0.50,
+        opened_baseline=0.80,
+    )
+    for offset in range(3):
+        day = date.fromisoformat(DAY) + timedelta(days=offset)
+        incident, transition = follow(incident, replace(verdict, day=day))
+    assert transition == "closed"
+    assert not pooled_recovery(incident)  # without the margin: still 0.02 short
+    # a volume rule has no margin (its threshold is a share, its gap a count)
+    volume = replace(inside, rule="volume_drop", statistic="events", threshold=0.5)
+    assert Verdict.of(volume).margin is None
 
 
 def test_the_drift_baseline_leaves_out_the_latest_week_a_drift_would_move() -> None:
