@@ -38,7 +38,6 @@ from seer_metrics.rules.change_outcomes import (
 )
 from seer_metrics.rules.levels import evaluate_level
 from seer_metrics.rules.model import (
-    RECOVERY_MARGIN_SHARE,
     STATISTICS,
     VOLUME_STATISTIC,
     CheckOutcome,
@@ -46,6 +45,7 @@ from seer_metrics.rules.model import (
     RulesConfig,
     as_date,
     moved_bad_way,
+    recovery_margin,
 )
 from seer_metrics.rules.readings import (
     TOLERANCE,
@@ -132,11 +132,12 @@ def _evaluate_drop(
     )
     noise = z_value(rule.confidence) * standard_error if rule.confidence is not None else 0.0
     failed = worse >= settings.threshold - TOLERANCE and worse > noise
-    # inside its incident a gap under the recovery margin is back (`incidents.recovery_margin`)
-    back_within = max(noise, RECOVERY_MARGIN_SHARE * settings.threshold) if in_incident else noise
-    return change_outcome(
+    outcome = change_outcome(
         rule, settings, base, baseline, baseline_label, observed, sample, worse, noise, failed
-    ).replace(
+    )
+    # inside its incident a gap under the recovery margin is back
+    back_within = max(noise, recovery_margin(outcome) or 0.0) if in_incident else noise
+    return outcome.replace(
         inconclusive=not failed and worse > back_within,
         p_value=one_sided_p_value(worse, standard_error),
     )

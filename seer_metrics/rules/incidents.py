@@ -34,13 +34,12 @@ from typing import Any, Literal
 
 from seer_metrics.rules.model import (
     DEFAULT_CLOSE_AFTER_PASSES,
-    RECOVERY_MARGIN_SHARE,
-    VOLUME_STATISTIC,
     CheckOutcome,
     RuleKind,
     Severity,
     as_date,
     moved_bad_way,
+    recovery_margin,
 )
 from seer_metrics.rules.readings import TOLERANCE, number_or_none
 
@@ -69,7 +68,7 @@ class Verdict:
     noise: float | None = None
     escalation_step: float | None = None
     # A change's gap from the level before its incident too small to matter: a quarter of
-    # the change the rule pages on (`recovery_margin`).
+    # the change the rule pages on (`model.recovery_margin`).
     margin: float | None = None
     worse_when: str = "below"
     # A change's pass held as inconclusive because a slice sharing its events still fails
@@ -118,18 +117,6 @@ class Verdict:
 
 
 _FIGURES = ("observed", "baseline", "noise", "escalation_step", "margin")
-
-
-def recovery_margin(outcome: CheckOutcome) -> float | None:
-    """How far short of its pre-incident level a change's slice may read and be back: a
-    quarter of the change the rule pages on. Without it a large slice never recovers
-    from a shift far below anything the rule would page on: retrieval-v2 (~210 events)
-    read 0.02 below its 28-day level all the week after a fix (0.10 pages), 1.7 times
-    its pooled noise, and its incident stayed open. A volume rule's threshold is a share,
-    not a count: none."""
-    if outcome.kind != "drop" or outcome.statistic == VOLUME_STATISTIC:
-        return None
-    return RECOVERY_MARGIN_SHARE * outcome.threshold
 
 
 def worsened_by(verdict: Verdict, reference: float | None) -> float | None:
@@ -291,7 +278,7 @@ def follow(
     # A change's own reading short of back does not start its count again: it stays in
     # the window of its latest readings, pooled with the clear passes, so a residual gap
     # keeps the incident open and one chance low day ages out.
-    gap = worsened_by(verdict, recovery_baseline(verdict, incident)) or 0.0
+    gap = worsened_by(verdict, recovery_baseline(verdict.baseline, incident)) or 0.0
     window = (*incident.recent_readings, (gap, verdict.noise or 0.0, clear))[-(needed + 1) :]
     recovering = replace(
         incident,
@@ -326,8 +313,7 @@ def back_from_the_drop(verdict: Verdict, incident: Incident) -> bool:
     half the way from where the incident opened to the level before it: a slice that a
     breakage hurts only a little is not "recovered" on the first day its drop is no
     longer significant. Levels (and verdicts without figures) keep the plain rule."""
-    baseline = recovery_baseline(verdict, incident)
-    return half_way_back(incident, verdict.observed, baseline, verdict.worse_when)
+    return half_way_back(incident, verdict.observed, verdict.baseline, verdict.worse_when)
 
 
 def half_way_back(
@@ -338,18 +324,17 @@ def half_way_back(
     if incident.kind != "drop":
         return True
     opened = moved_bad_way(incident.opened_observed, incident.opened_baseline, worse_when)
-    level = incident.opened_baseline if baseline is None else baseline
-    now = moved_bad_way(observed, level, worse_when)
+    now = moved_bad_way(observed, recovery_baseline(baseline, incident), worse_when)
     if opened is None or now is None or opened <= 0:
         return True
     return now <= opened / 2
 
 
-def recovery_baseline(verdict: Verdict, incident: Incident) -> float | None:
-    """The level a change incident's reading is judged back against: the day's baseline
-    (inside an incident, the days before it: `evaluation.recovery_rule`), else the one
-    it opened against."""
-    return verdict.baseline if verdict.baseline is not None else incident.opened_baseline
+def recovery_baseline(baseline: float | None, incident: Incident) -> float | None:
+    """The level a change incident's reading is judged back against: the reading's own
+    baseline (inside an incident, the days before it: `evaluation.recovery_rule`), else
+    the one it opened against."""
+    return baseline if baseline is not None else incident.opened_baseline
 
 
 def much_worse(verdict: Verdict, incident: Incident) -> bool:

@@ -36,7 +36,7 @@ DEFAULT_HIGH_PRIORITY_SLICES = ("env=prod",)
 DEFAULT_BASELINE_LOOKBACK_DAYS = 42
 
 # The share of a change rule's threshold a slice inside its incident may still read short
-# of its level before the incident and be back (`incidents.recovery_margin`).
+# of its level before the incident and be back (`recovery_margin`).
 RECOVERY_MARGIN_SHARE = 0.25
 
 # statistic -> (column counting the events it is computed over, human label)
@@ -195,6 +195,18 @@ class RulesConfig:
         of a breakage up to `baseline_lookback_days`."""
         longest = self.trailing_days
         return max(longest, self.baseline_lookback_days) if longest else 0
+
+
+def recovery_margin(outcome: CheckOutcome) -> float | None:
+    """How far short of its pre-incident level a change's slice may read and be back: a
+    quarter of the change the rule pages on. Without it a large slice never recovers
+    from a shift far below anything the rule would page on: retrieval-v2 (~210 events)
+    read 0.02 below its 28-day level all the week after a fix (0.10 pages), 1.7 times
+    its pooled noise, and its incident stayed open. A volume rule's threshold is a share,
+    not a count: none."""
+    if outcome.kind != "drop" or outcome.statistic == VOLUME_STATISTIC:
+        return None
+    return RECOVERY_MARGIN_SHARE * outcome.threshold
 
 
 def as_date(value: date | str) -> date:
