@@ -68,6 +68,7 @@ from trouble_kinds import (
     ScenarioResult,
     replay_base,
     run_scenario,
+    scenario_start,
     scenario_starts,
     slice_table,
 )
@@ -345,8 +346,7 @@ def run_stream(
                         config, bases["default"], keys, where, share, lost, start, args.release_days
                     )
                 )
-    longest = max(scenario.replayed_days for scenario in SCENARIOS)
-    starts = scenario_starts(args.days, args.warm_up, longest)
+    starts = scenario_starts(args.days, args.warm_up)
     # Each scenario starts on its own day, the same whichever kinds are run.
     results = [
         run_scenario(
@@ -354,7 +354,9 @@ def run_stream(
             bases[scenario.base],
             keys,
             scenario,
-            starts[(stream_index * 7 + SCENARIOS.index(scenario) * 5) % len(starts)],
+            scenario_start(
+                starts, stream_index * 7 + SCENARIOS.index(scenario) * 5, args.days, scenario
+            ),
             trace=bool(args.trace) and args.trace in scenario.place,
         )
         for scenario in scenarios

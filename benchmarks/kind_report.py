@@ -46,6 +46,9 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
             if any(r.earlier_closed for r in runs):
                 counts = ", ".join(str(r.earlier_closed) for r in runs)
                 notes.append(f"incidents opened before it closed while it lasted: {counts}")
+            week = [r.all_closed_in_a_week for r in runs if r.all_closed_in_a_week is not None]
+            if week:
+                notes.append(f"every incident closed within a week {sum(week)}/{len(week)}")
             if any(r.change_pages for r in runs):
                 notes.append(f"change pages: {', '.join(str(r.change_pages) for r in runs)}")
             if any(r.deadline for r in runs):

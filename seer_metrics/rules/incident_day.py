@@ -157,13 +157,16 @@ def day_verdicts(
     raw = [verdict for outcome in outcomes if (verdict := Verdict.of(outcome))]
     incidents = {i.key: i for i in open_incidents}
     failing: dict[str, list[SliceIdentity]] = {}
+    not_back: dict[str, list[SliceIdentity]] = {}
     failing_changes: list[_FailingChange] = []
     for verdict in raw:
         incident = incidents.get((verdict.rule, verdict.slice))
         change = incident if incident is not None and incident.kind == "drop" else None
         identity = SliceIdentity.decode(verdict.slice)
-        if verdict.status == "fail" or _still_not_back(verdict, change):
+        if verdict.status == "fail":
             failing.setdefault(verdict.rule, []).append(identity)
+        elif _still_not_back(verdict, change):
+            not_back.setdefault(verdict.rule, []).append(identity)
         if verdict.status == "fail" and verdict.kind == "drop":
             opened = verdict.day if change is None else change.opened_on
             failing_changes.append(_FailingChange(verdict.rule, identity, opened))
@@ -173,6 +176,8 @@ def day_verdicts(
             verdict, incidents.get((verdict.rule, verdict.slice)), failing_changes
         ):
             verdict = replace(verdict, status="inconclusive", held=True)
+        elif _held_by_overlapping_failure(verdict, not_back):
+            verdict = replace(verdict, status="inconclusive", held=True, paused=True)
         verdicts.append(verdict)
     return verdicts
 

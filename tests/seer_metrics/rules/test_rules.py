@@ -732,8 +732,12 @@ def test_a_change_does_not_recover_while_a_slice_sharing_its_events_is_not_back(
     day = [reading("2026-11-21", "pass", "tenant=acme", 0.78), not_back]
     held = advance_incidents(opened.still_open, day, close_after_passes=1)
     assert held.closed == ()
-    statuses = {v.slice: v.status for v in day_verdicts(day, opened.still_open)}
-    assert statuses == {"tenant=acme": "inconclusive", "env=prod,tenant=acme": "pass"}
+    statuses = {v.slice: (v.status, v.paused) for v in day_verdicts(day, opened.still_open)}
+    # only paused: the narrower slice is not back, but it does not fail
+    assert statuses == {
+        "tenant=acme": ("inconclusive", True),
+        "env=prod,tenant=acme": ("pass", False),
+    }
     # without the narrower slice's incident open, the same day closes tenant=acme
     (acme,) = [i for i in opened.still_open if i.slice == "tenant=acme"]
     alone = advance_incidents([acme], day, close_after_passes=1)
@@ -1461,8 +1465,11 @@ def test_a_change_recovers_only_when_its_closing_passes_together_are_back_within
         ([0.79, 0.80, 0.62, 0.80, 0.81, 0.79, 0.80], 7),
         # held passes (a slice sharing the events still fails) start the count again
         ([0.79, 0.80, "held", 0.80, 0.81, 0.79], 6),
+        # paused ones (a slice sharing them is not back, not failing) neither count nor
+        # start it again
+        ([0.79, 0.80, "paused", 0.80], 4),
     ],
-    ids=["chance low day", "far from back", "held"],
+    ids=["chance low day", "far from back", "held", "paused"],
 )
 def test_a_changes_latest_readings_decide_its_recovery(readings, closed_on) -> None:
     """Opened at 0.60 against 0.80 (noise 0.05): the latest readings (the count of three
@@ -1472,13 +1479,13 @@ def test_a_changes_latest_readings_decide_its_recovery(readings, closed_on) -> N
     start = date(2026, 11, 1)
 
     def verdict(offset: int, reading) -> Verdict:
-        held = reading == "held"
+        held = reading in ("held", "paused")
         observed = 0.80 if held else reading
         back = held or observed >= 0.80 - 0.05
         return Verdict(
             start + timedelta(days=offset), "recall_drop", "tenant=t7", "drop",
             "pass" if back and not held else "inconclusive", "ERROR", observed=observed,
-            baseline=0.80, noise=0.05, held=held,  # type: ignore[arg-type]
+            baseline=0.80, noise=0.05, held=held, paused=reading == "paused",  # type: ignore[arg-type]
         )  # fmt: skip
 
     incident, _ = follow(None, replace(verdict(0, 0.60), status="fail"), 3)
@@ -1487,3 +1494,70 @@ def test_a_changes_latest_readings_decide_its_recovery(readings, closed_on) -> N
         incident, transition = follow(incident, verdict(offset, reading), 3)
         transitions.append(transition)
     assert transitions.index("closed") + 1 == closed_on, transitions
+
+
+def _level_verdict(offset: int, status: str, observed: float, threshold=0.10) -> Verdict:
+    """recall_high_priority on env=prod: the share of events with recall < 1 against its
+    normal 0.42, the line 0.10 above it, noise 0.07 (as on the realistic stream)."""
+    return Verdict(
+        date(2026, 10, 19) + timedelta(days=offset), "recall_high_priority", "env=prod",
+        "threshold", status, "ERROR", observed=observed, baseline=0.42, noise=0.07,  # type: ignore[arg-type]
+        threshold=threshold, worse_when="above",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("readings", "closed_on"),
+    [
+        # back to normal, but no day clearly within alone (0.05 + 0.07 > 0.10): pooled,
+        # three passes in a row are clearly within (0.04 + 0.07 / sqrt(3) < 0.10)
+        ([0.47, 0.46, 0.45], 3),
+        # hovering just under the line: never clearly within, pooled or not
+        ([0.51, 0.50, 0.51, 0.50, 0.51], None),
+        # a failure (or a held pass) starts the count again
+        ([0.47, 0.46, "fail", 0.45, 0.44, 0.46], 6),
+        ([0.47, 0.46, "held", 0.45, 0.44, 0.46], 6),
+    ],
+    ids=["back", "hovering", "failure", "held"],
+)
+def test_a_level_against_its_normal_pools_its_passes_to_recover(readings, closed_on) -> None:
+    """After a fix env=prod's share read 0.04 above and below its normal by turns: each
+    day alone was rarely clearly within the line, and the incident stayed open two weeks."""
+    incident, _ = follow(None, _level_verdict(0, "fail", 0.80), 3)
+    transitions = []
+    for offset, reading in enumerate(readings, start=1):
+        if reading == "fail":
+            verdict = _level_verdict(offset, "fail", 0.60)
+        elif reading == "held":
+            verdict = replace(_level_verdict(offset, "inconclusive", 0.42), held=True)
+        else:
+            clear = reading - 0.42 + 0.07 < 0.10
+            verdict = _level_verdict(offset, "pass" if clear else "inconclusive", reading)
+        incident, transition = follow(incident, verdict, 3)
+        transitions.append(transition)
+    found = transitions.index("closed") + 1 if "closed" in transitions else None
+    assert found == closed_on, transitions
+
+
+def test_a_level_without_its_line_stored_keeps_three_clear_days_in_a_row() -> None:
+    """A verdict stored before the line was (no `threshold` in its figures), or a level
+    against a fixed line, closes on three clear days in a row, as before."""
+    incident, _ = follow(None, _level_verdict(0, "fail", 0.80, threshold=None), 3)
+    for offset, observed in enumerate([0.47, 0.46, 0.45], start=1):
+        incident, transition = follow(
+            incident, _level_verdict(offset, "inconclusive", observed, threshold=None), 3
+        )
+        assert transition == "carried"
+    stored = _level_verdict(4, "pass", 0.43)
+    assert Verdict.figure_fields(stored.figures())["threshold"] == 0.10
+    assert Verdict.figure_fields({"observed": 0.43})["threshold"] is None
+
+
+def test_only_a_level_against_its_normal_stores_its_line() -> None:
+    today = frame(slice_row(DAY, "env=prod", n=220, share_recall_below_1=0.42))
+    outcomes = evaluate_rules(DEFAULT_RULES, today, prod_history([*REALISTIC_SHARES, 0.40]))
+    against_normal = Verdict.of(outcome(outcomes, "recall_high_priority", "env=prod"))
+    assert against_normal.threshold == pytest.approx(0.10)
+    fixed_line = outcome(outcomes, "precision_tail", "env=prod")
+    assert fixed_line.kind == "threshold"
+    assert Verdict.of(fixed_line).threshold is None

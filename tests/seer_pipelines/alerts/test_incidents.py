@@ -213,9 +213,9 @@ def test_a_drop_not_yet_back_within_noise_stays_open(engine) -> None:
 
 def test_no_reply_while_a_slice_sharing_the_events_is_not_back(engine) -> None:
     """tenant=acme passes clearly while env=prod,tenant=acme, open too, is not back from
-    its drop: acme's pass is held and stored so (the folded history agrees); the next day
-    both are back: acme recovers, the pair's low reading is still in its pooled window,
-    and it recovers the day after."""
+    its drop: acme's pass is held (paused: the pair does not fail) and stored so (the
+    folded history agrees); the next day both are back: acme recovers, the pair's low
+    reading is still in its pooled window, and it recovers the day after."""
     pair = "env=prod,tenant=acme"
     with FakeSlack() as slack:
         dispatcher = dispatcher_for(engine, slack)
@@ -239,7 +239,14 @@ def test_no_reply_while_a_slice_sharing_the_events_is_not_back(engine) -> None:
         first, second = slack.replies(root)
         assert "tenant=acme" in str(first["blocks"]) and pair not in str(first["blocks"])
         assert "env=prod,tenant=acme" in str(second["blocks"])
-    runs = IncidentStore(engine).runs()
+    store = IncidentStore(engine)
+    with engine.connect() as connection:
+        rows = connection.execute(sa.select(store.verdicts)).all()
+    held = {(r.slice, str(r.partition_date)[:10]): r.figures for r in rows}
+    acme = held[("tenant=acme", DAYS[1].isoformat())]
+    assert (acme["held"], acme["paused"]) == (True, True)
+    assert held[(pair, DAYS[1].isoformat())]["held"] is False
+    runs = store.runs()
     assert {(r.incident.slice, r.incident.closed_on) for r in runs} == {
         ("tenant=acme", DAYS[2]),
         (pair, DAYS[3]),
