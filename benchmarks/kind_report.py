@@ -51,6 +51,9 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
                 notes.append(f"every incident closed within a week {sum(week)}/{len(week)}")
             if any(r.change_pages for r in runs):
                 notes.append(f"change pages: {', '.join(str(r.change_pages) for r in runs)}")
+            if any(r.later_change_pages for r in runs):
+                counts = ", ".join(str(r.later_change_pages) for r in runs)
+                notes.append(f"change pages once the window holds the new judge only: {counts}")
             if any(r.deadline for r in runs):
                 notes.append(f"recall 0.15 down on day {', '.join(str(r.deadline) for r in runs)}")
             met = ", ".join(

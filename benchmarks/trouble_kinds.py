@@ -48,7 +48,7 @@ TARGETS = {
     "no_false_recovery": 'no "Recovered" of its incidents (overlapping) while it lasts',
     "recovered": 'a "Recovered" for its slice within a week of the fix, for all within two',
     "volume_said": "the loss said on its day: a volume statistic failing on the slice",
-    "judge_not_paged": "a judge change never paged as a change",
+    "judge_not_paged": "a judge change never paged as a change (a window with the old judge)",
 }
 
 
@@ -246,7 +246,8 @@ class ScenarioResult:
     false_recoveries: int = 0  # "Recovered" on overlapping slices while it lasted
     # incidents opened before the trouble (clean traffic's) closed while it lasted
     earlier_closed: int = 0
-    change_pages: int = 0  # change pages after a judge change
+    change_pages: int = 0  # change pages after a judge change, its rule's window reaching it
+    later_change_pages: int = 0  # those on days its window holds the new judge only
     # after a fix: every incident it opened closed within a week (stricter than the target)
     all_closed_in_a_week: bool | None = None
     deadline: int | None = None  # a drift: the day (from 1) its recall fell 0.15
@@ -338,9 +339,11 @@ def run_scenario(
                 for o in replayed[0].outcomes
             )
         elif target == "judge_not_paged":
-            drops = [p for d in replayed for p in d.pages if p.kind == "drop"]
-            result.results[target] = not drops
-            result.change_pages = len(drops)
+            drops = [(i, p) for i, d in enumerate(replayed) for p in d.pages if p.kind == "drop"]
+            spanning = [p for i, p in drops if i < window_days(config, p.rule)]
+            result.results[target] = not spanning
+            result.change_pages = len(spanning)
+            result.later_change_pages = len(drops) - len(spanning)
     if trace:
         result.trace = trace_days(replayed, trouble.where, f"seed {base.seed} {scenario.place}")
     return result
@@ -399,6 +402,16 @@ def lead_slice(day: ReplayedDay) -> str | None:
     """The slice of the outcome that leads the day's message (None: nothing failed)."""
     items = alert_order(day.outcomes, day.rows)
     return items[0].outcome.slice if items else None
+
+
+def window_days(config: RulesConfig, rule_name: str) -> int:
+    """The days back a change rule's baseline reaches: on the day a judge change is that
+    many days old or more, it compares the new judge with itself only, and a page is one
+    of clean traffic (a same-day baseline always does)."""
+    baseline = config.rule(rule_name).baseline
+    if baseline is None or baseline.slice is not None:
+        return 0
+    return baseline.trailing_days + baseline.skip_recent_days
 
 
 def is_volume(statistic: str) -> bool:

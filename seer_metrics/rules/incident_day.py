@@ -197,7 +197,8 @@ class _FailingChange:
 def _held_by_same_trouble(
     verdict: Verdict, incident: Incident | None, failing: Sequence[_FailingChange]
 ) -> bool:
-    """An incident's pass (a change's or a level's) is not a recovery while another change
+    """An incident's pass (a change's or a level's, clear or within noise: a level against
+    its normal pools both) is not a recovery while another change
     rule still fails on a slice sharing its events, in an incident opened within
     `SAME_TROUBLE_DAYS` of this one: the trouble that moved this statistic, in part, is
     still there. A slice a breakage touches in part reads its own rule back within noise
@@ -207,7 +208,7 @@ def _held_by_same_trouble(
     env=prod beside a tenant on a wrong index did the same (4 of 64 troubles on streams
     not tuned on, 8 under the lexical judge; none with this hold). An incident opened
     long before the failing one (a chronic one) holds nothing new."""
-    if incident is None or verdict.status != "pass":
+    if incident is None or verdict.status == "fail":
         return False
     mine = SliceIdentity.decode(verdict.slice)
     return any(

@@ -1561,3 +1561,36 @@ def test_only_a_level_against_its_normal_stores_its_line() -> None:
     fixed_line = outcome(outcomes, "precision_tail", "env=prod")
     assert fixed_line.kind == "threshold"
     assert Verdict.of(fixed_line).threshold is None
+
+
+def test_a_level_against_its_normal_does_not_pool_its_way_back_while_its_trouble_fails():
+    """tenant=t2 of 20 on a wrong index: its recall drop fails every day, env=prod's share
+    reads within noise of its line (0.05 above normal). Pooled, three such days close the
+    level; while the tenant's drop fails they are held (lexical judge: "Recovered" on
+    env=prod in 2 of 4 such troubles before). Once the tenant is back, they pool."""
+
+    def share(day: str, status: str, observed: float) -> CheckOutcome:
+        return level(day, status, rule="recall_high_priority").replace(
+            statistic="share_recall_below_1", observed=observed, baseline=0.42, noise=0.07,
+            threshold=0.10, worse_when="above", inconclusive=status == "pass",
+        )  # fmt: skip
+
+    def t2(day: str, status: str) -> CheckOutcome:
+        return on("recall_drop", change(day, status, "tenant=t2"))
+
+    days = [f"2026-10-{d}" for d in range(20, 27)]
+    changes = advance_incidents([], [t2(days[0], "fail"), share(days[0], "fail", 0.60)])
+    for day in days[1:4]:
+        changes = advance_incidents(
+            changes.still_open, [t2(day, "fail"), share(day, "pass", 0.47)], 3
+        )
+        assert not changes.closed
+        assert {v.rule: v.held for v in changes.verdicts}["recall_high_priority"]
+    closed_on = None
+    for day in days[4:]:
+        changes = advance_incidents(
+            changes.still_open, [t2(day, "pass"), share(day, "pass", 0.47)], 3
+        )
+        if any(i.rule == "recall_high_priority" for i in changes.closed):
+            closed_on = closed_on or day
+    assert closed_on == days[6]
