@@ -17,17 +17,15 @@ from dataclasses import dataclass, replace
 from datetime import date
 
 from seer_metrics.rules.attribution import parent_slices
-from seer_metrics.rules.incidents import (
-    Incident,
-    Verdict,
-    back_from_the_drop,
-    follow,
-    half_way_back,
+from seer_metrics.rules.incidents import Incident, Verdict, follow, worsened_by
+from seer_metrics.rules.model import (
+    DEFAULT_CLOSE_AFTER_PASSES,
+    CheckOutcome,
+    RuleKind,
     moved_bad_way,
-    worsened_by,
 )
-from seer_metrics.rules.model import DEFAULT_CLOSE_AFTER_PASSES, CheckOutcome, RuleKind
 from seer_metrics.rules.readings import TOLERANCE
+from seer_metrics.rules.recovery import back_from_the_drop, half_way_back
 from seer_metrics.slices.identity import SliceIdentity
 
 

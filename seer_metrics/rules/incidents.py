@@ -4,7 +4,9 @@ A threshold rule is a service level: when a slice starts failing it (or fails it
 evaluation) an incident opens, once, and is carried while the slice keeps failing. It
 closes after `close_after_passes` consecutive clear passes (default 3), so a slice
 hovering at its line stays ONE incident. An `inconclusive` pass carries it and restarts
-the count; a day that says nothing (not enough data, no baseline) carries it unchanged.
+the count (a level against the slice's normal pools its passes in a row instead:
+`recovery.pooled_level_recovery`); a day that says nothing (not enough data, no
+baseline) carries it unchanged.
 
 A drop rule (a change) is followed the same way, and its passes are clear only when the
 slice is back within noise of its pre-incident level (its baseline never learns the
@@ -13,7 +15,8 @@ closes when its latest readings since its last failure (the count and one more) 
 the count of clear passes and, together, are back within their pooled noise. A reading
 of its own short of back stays in that window (so a residual gap keeps the incident
 open, and one chance low day ages out); a pass held because a slice sharing its events
-still fails starts the count again. "Recovered" is never said while the trouble lasts.
+still fails starts the count again, one held because such a slice is not back pauses it.
+"Recovered" is never said while the trouble lasts.
 
 A page is an incident opened today, or an open incident much worse than where it opened
 (`escalated`, once per incident): an ongoing breakage pages once, not every day.
@@ -26,7 +29,6 @@ warehouse, which backfills in any order): both are the same rule.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import date
@@ -42,6 +44,13 @@ from seer_metrics.rules.model import (
     recovery_margin,
 )
 from seer_metrics.rules.readings import TOLERANCE, number_or_none
+from seer_metrics.rules.recovery import (
+    back_from_the_drop,
+    pooled_level,
+    pooled_level_recovery,
+    pooled_recovery,
+    recovery_baseline,
+)
 
 VerdictStatus = Literal["fail", "pass", "inconclusive"]  # as stored, a day at a time
 VERDICT_STATUSES: tuple[VerdictStatus, ...] = ("fail", "pass", "inconclusive")
@@ -281,11 +290,11 @@ def follow(
     if verdict.held and verdict.paused:
         return replace(incident, **_latest(verdict)), "carried"
     clear = verdict.status == "pass" and back_from_the_drop(verdict, incident)
-    pooled_level = incident.kind != "drop" and _pooled_level(verdict)
-    if verdict.held or (not clear and incident.kind != "drop" and not pooled_level):
+    pools = incident.kind != "drop" and pooled_level(verdict)
+    if verdict.held or (not clear and incident.kind != "drop" and not pools):
         return replace(incident, **_latest(verdict), **_RESTART), "carried"
     needed = passes_to_close(incident.kind, close_after_passes)
-    if pooled_level:
+    if pools:
         # A level against its normal pools its passes since its last failure or hold.
         move = worsened_by(verdict, verdict.baseline) or 0.0
         window = (*incident.recent_readings, (move, verdict.noise or 0.0, clear))[-needed:]
@@ -314,73 +323,6 @@ def follow(
     if clear and recovering.clear_passes >= needed and pooled_recovery(recovering, verdict.margin):
         return replace(recovering, closed_on=day), "closed"
     return recovering, "carried"
-
-
-def pooled_recovery(incident: Incident, margin: float | None = None) -> bool:
-    """The latest readings of a change (its clear passes and those short of back among
-    them, at most the count to close and one more), taken together, are back within noise
-    of the level before the incident: their mean gap below it is at most their mean noise
-    over the square root of their number. One pass within noise says little about a slice
-    a breakage hurts only in part (a real gap of 0.07 behind a noise of 0.08); several
-    together say it is still low; a mean gap within the rule's `margin` (a quarter of the
-    change it pages on) is back however small the noise. Levels (and passes without
-    figures) keep the count."""
-    readings = incident.recent_readings
-    noise = sum(noise for _, noise, _ in readings)
-    if incident.kind != "drop" or len(readings) < 2 or noise <= 0:
-        return True
-    mean_gap = sum(gap for gap, _, _ in readings) / len(readings)
-    return mean_gap <= max(noise / len(readings) / math.sqrt(len(readings)), margin or 0.0)
-
-
-def _pooled_level(verdict: Verdict) -> bool:
-    return verdict.threshold is not None and verdict.baseline is not None
-
-
-def pooled_level_recovery(incident: Incident, threshold: float | None) -> bool:
-    """A level against the slice's normal is clearly back within its line over its latest
-    consecutive passes taken together: their mean move from the normal, plus their mean
-    noise over the square root of their number, is under the line. Each day clearly
-    within alone is a weak test where the noise is most of the line (0.07 of 0.10): a
-    normal env=prod met it on 3 days in a row about half the time, and after a fix its
-    `recall_high_priority` incident stayed open for two weeks, readings alternating
-    0.04 above and below its normal. A slice hovering at the line still stays open."""
-    readings = incident.recent_readings
-    if threshold is None or not readings:
-        return False
-    count = len(readings)
-    mean_move = sum(move for move, _, _ in readings) / count
-    mean_noise = sum(noise for _, noise, _ in readings) / count
-    return mean_move + mean_noise / math.sqrt(count) < threshold - TOLERANCE
-
-
-def back_from_the_drop(verdict: Verdict, incident: Incident) -> bool:
-    """A change incident's pass is a recovery only when the statistic came back at least
-    half the way from where the incident opened to the level before it: a slice that a
-    breakage hurts only a little is not "recovered" on the first day its drop is no
-    longer significant. Levels (and verdicts without figures) keep the plain rule."""
-    return half_way_back(incident, verdict.observed, verdict.baseline, verdict.worse_when)
-
-
-def half_way_back(
-    incident: Incident, observed: float | None, baseline: float | None, worse_when: str
-) -> bool:
-    """`back_from_the_drop` of a reading `observed` against `baseline` (None: the level
-    the incident opened against)."""
-    if incident.kind != "drop":
-        return True
-    opened = moved_bad_way(incident.opened_observed, incident.opened_baseline, worse_when)
-    now = moved_bad_way(observed, recovery_baseline(baseline, incident), worse_when)
-    if opened is None or now is None or opened <= 0:
-        return True
-    return now <= opened / 2
-
-
-def recovery_baseline(baseline: float | None, incident: Incident) -> float | None:
-    """The level a change incident's reading is judged back against: the reading's own
-    baseline (inside an incident, the days before it: `evaluation.recovery_rule`), else
-    the one it opened against."""
-    return baseline if baseline is not None else incident.opened_baseline
 
 
 def much_worse(verdict: Verdict, incident: Incident) -> bool:

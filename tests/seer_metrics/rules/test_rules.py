@@ -34,7 +34,8 @@ from seer_metrics.rules import (
     wilson_interval,
 )
 from seer_metrics.rules.evaluation import recovery_rule
-from seer_metrics.rules.incidents import Verdict, follow, pooled_recovery
+from seer_metrics.rules.incidents import Verdict, follow
+from seer_metrics.rules.recovery import pooled_recovery
 from seer_metrics.rules.wording import outcome_summary, rest_phrase
 from seer_metrics.slices import SLICE_COLUMNS, slice_metrics
 from seer_testing.slice_rows import healthy_slice_row

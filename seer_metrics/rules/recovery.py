@@ -1,0 +1,109 @@
+"""When a change or a level is back: the tests `incidents.follow` closes an incident on.
+
+A change is back when it came half way back from where its incident opened and its
+latest readings together are within their pooled noise (or the rule's margin) of the
+level before it; a level against the slice's normal when its latest passes together are
+clearly within its line.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+from seer_metrics.rules.model import moved_bad_way
+from seer_metrics.rules.readings import TOLERANCE
+
+
+class Incident(Protocol):
+    """What the tests read of an `incidents.Incident` (this module sits below it)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def opened_observed(self) -> float | None: ...
+    @property
+    def opened_baseline(self) -> float | None: ...
+    @property
+    def recent_readings(self) -> tuple[tuple[float, float, bool], ...]: ...
+
+
+class Verdict(Protocol):
+    """What the tests read of an `incidents.Verdict`."""
+
+    @property
+    def observed(self) -> float | None: ...
+    @property
+    def baseline(self) -> float | None: ...
+    @property
+    def threshold(self) -> float | None: ...
+    @property
+    def worse_when(self) -> str: ...
+
+
+def pooled_recovery(incident: Incident, margin: float | None = None) -> bool:
+    """The latest readings of a change (its clear passes and those short of back among
+    them, at most the count to close and one more), taken together, are back within noise
+    of the level before the incident: their mean gap below it is at most their mean noise
+    over the square root of their number. One pass within noise says little about a slice
+    a breakage hurts only in part (a real gap of 0.07 behind a noise of 0.08); several
+    together say it is still low; a mean gap within the rule's `margin` (a quarter of the
+    change it pages on) is back however small the noise. Levels (and passes without
+    figures) keep the count."""
+    readings = incident.recent_readings
+    noise = sum(noise for _, noise, _ in readings)
+    if incident.kind != "drop" or len(readings) < 2 or noise <= 0:
+        return True
+    mean_gap = sum(gap for gap, _, _ in readings) / len(readings)
+    return mean_gap <= max(noise / len(readings) / math.sqrt(len(readings)), margin or 0.0)
+
+
+def pooled_level(verdict: Verdict) -> bool:
+    """A level whose verdict carries its line and normal (`pooled_level_recovery`)."""
+    return verdict.threshold is not None and verdict.baseline is not None
+
+
+def pooled_level_recovery(incident: Incident, threshold: float | None) -> bool:
+    """A level against the slice's normal is clearly back within its line over its latest
+    consecutive passes taken together: their mean move from the normal, plus their mean
+    noise over the square root of their number, is under the line. Each day clearly
+    within alone is a weak test where the noise is most of the line (0.07 of 0.10): a
+    normal env=prod met it on 3 days in a row about half the time, and after a fix its
+    `recall_high_priority` incident stayed open for two weeks, readings alternating
+    0.04 above and below its normal. A slice hovering at the line still stays open."""
+    readings = incident.recent_readings
+    if threshold is None or not readings:
+        return False
+    count = len(readings)
+    mean_move = sum(move for move, _, _ in readings) / count
+    mean_noise = sum(noise for _, noise, _ in readings) / count
+    return mean_move + mean_noise / math.sqrt(count) < threshold - TOLERANCE
+
+
+def back_from_the_drop(verdict: Verdict, incident: Incident) -> bool:
+    """A change incident's pass is a recovery only when the statistic came back at least
+    half the way from where the incident opened to the level before it: a slice that a
+    breakage hurts only a little is not "recovered" on the first day its drop is no
+    longer significant. Levels (and verdicts without figures) keep the plain rule."""
+    return half_way_back(incident, verdict.observed, verdict.baseline, verdict.worse_when)
+
+
+def half_way_back(
+    incident: Incident, observed: float | None, baseline: float | None, worse_when: str
+) -> bool:
+    """`back_from_the_drop` of a reading `observed` against `baseline` (None: the level
+    the incident opened against)."""
+    if incident.kind != "drop":
+        return True
+    opened = moved_bad_way(incident.opened_observed, incident.opened_baseline, worse_when)
+    now = moved_bad_way(observed, recovery_baseline(baseline, incident), worse_when)
+    if opened is None or now is None or opened <= 0:
+        return True
+    return now <= opened / 2
+
+
+def recovery_baseline(baseline: float | None, incident: Incident) -> float | None:
+    """The level a change incident's reading is judged back against: the reading's own
+    baseline (inside an incident, the days before it: `evaluation.recovery_rule`), else
+    the one it opened against."""
+    return baseline if baseline is not None else incident.opened_baseline
