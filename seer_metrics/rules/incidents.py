@@ -295,13 +295,14 @@ def follow(
         return replace(incident, **_latest(verdict), **_RESTART), "carried"
     needed = passes_to_close(incident.kind, close_after_passes)
     if pools:
-        # A level against its normal pools its passes since its last failure or hold.
+        # A level against its normal pools its passes since its last failure or hold,
+        # and closes on a clear one (a drift's 4th day read 0.09 above normal).
         move = worsened_by(verdict, verdict.baseline) or 0.0
         window = (*incident.recent_readings, (move, verdict.noise or 0.0, clear))[-needed:]
         recovering = replace(
             incident, **_latest(verdict), recent_readings=window, clear_passes=len(window)
         )
-        if len(window) >= needed and pooled_level_recovery(recovering, verdict.threshold):
+        if clear and len(window) >= needed and pooled_level_recovery(recovering, verdict.threshold):
             return replace(recovering, closed_on=day), "closed"
         return recovering, "carried"
     if incident.kind != "drop":

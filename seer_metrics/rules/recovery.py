@@ -70,7 +70,10 @@ def pooled_level_recovery(incident: Incident, threshold: float | None) -> bool:
     within alone is a weak test where the noise is most of the line (0.07 of 0.10): a
     normal env=prod met it on 3 days in a row about half the time, and after a fix its
     `recall_high_priority` incident stayed open for two weeks, readings alternating
-    0.04 above and below its normal. A slice hovering at the line still stays open."""
+    0.04 above and below its normal. A slice hovering at the line still stays open, and
+    so does one whose latest reading is not clearly within alone (`follow`): pooled, a
+    drift's first days closed env=prod's level on a reading 0.09 above its normal, the
+    line 0.10 (lexical judge)."""
     readings = incident.recent_readings
     if threshold is None or not readings:
         return False

@@ -1510,16 +1510,19 @@ def _level_verdict(offset: int, status: str, observed: float, threshold=0.10) ->
 @pytest.mark.parametrize(
     ("readings", "closed_on"),
     [
-        # back to normal, but no day clearly within alone (0.05 + 0.07 > 0.10): pooled,
-        # three passes in a row are clearly within (0.04 + 0.07 / sqrt(3) < 0.10)
-        ([0.47, 0.46, 0.45], 3),
+        # back to normal, the first two days not clearly within alone (0.05 + 0.07 >
+        # 0.10): pooled, three passes in a row are (0.03 + 0.07 / sqrt(3) < 0.10), and it
+        # closes on the third, clear alone (0.02 + 0.07 < 0.10)
+        ([0.47, 0.46, 0.44], 3),
+        # pooled within, but it closes only on a day clearly within alone
+        ([0.47, 0.46, 0.47, 0.44], 4),
         # hovering just under the line: never clearly within, pooled or not
         ([0.51, 0.50, 0.51, 0.50, 0.51], None),
         # a failure (or a held pass) starts the count again
-        ([0.47, 0.46, "fail", 0.45, 0.44, 0.46], 6),
-        ([0.47, 0.46, "held", 0.45, 0.44, 0.46], 6),
+        ([0.47, 0.46, "fail", 0.45, 0.46, 0.44], 6),
+        ([0.47, 0.46, "held", 0.45, 0.46, 0.44], 6),
     ],
-    ids=["back", "hovering", "failure", "held"],
+    ids=["back", "ends clear", "hovering", "failure", "held"],
 )
 def test_a_level_against_its_normal_pools_its_passes_to_recover(readings, closed_on) -> None:
     """After a fix env=prod's share read 0.04 above and below its normal by turns: each
@@ -1588,10 +1591,9 @@ def test_a_level_against_its_normal_does_not_pool_its_way_back_while_its_trouble
         assert not changes.closed
         assert {v.rule: v.held for v in changes.verdicts}["recall_high_priority"]
     closed_on = None
-    for day in days[4:]:
-        changes = advance_incidents(
-            changes.still_open, [t2(day, "pass"), share(day, "pass", 0.47)], 3
-        )
+    for day, observed in zip(days[4:], (0.47, 0.47, 0.44), strict=True):
+        today = share(day, "pass", observed).replace(inconclusive=observed > 0.45)
+        changes = advance_incidents(changes.still_open, [t2(day, "pass"), today], 3)
         if any(i.rule == "recall_high_priority" for i in changes.closed):
             closed_on = closed_on or day
     assert closed_on == days[6]
