@@ -149,9 +149,10 @@ def day_verdicts(
     folding the stored verdicts gives the same incidents): each outcome's verdict, a
     change's pass held as inconclusive while a slice sharing events with it fails the same
     rule, or has its incident on the rule open (in `open_incidents`, those open before the
-    day) and is not half way back from it today nor on its last reading; and any open
-    incident's pass held while another change rule fails on a slice sharing its events,
-    in an incident opened within `SAME_TROUBLE_DAYS` of it."""
+    day) and is not half way back from it today nor on its last reading (then only
+    `paused`: it neither counts nor restarts the recovery); and any open incident's
+    reading held while another change rule fails on a slice sharing its events, in an
+    incident opened within `SAME_TROUBLE_DAYS` of it."""
     raw = [verdict for outcome in outcomes if (verdict := Verdict.of(outcome))]
     incidents = {i.key: i for i in open_incidents}
     failing: dict[str, list[SliceIdentity]] = {}
