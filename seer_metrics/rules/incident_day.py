@@ -234,7 +234,7 @@ def _still_not_back(verdict: Verdict, incident: Incident | None) -> bool:
 
 
 def _held_by_overlapping_failure(
-    verdict: Verdict, failing: Mapping[str, Sequence[SliceIdentity]]
+    verdict: Verdict, slices: Mapping[str, Sequence[SliceIdentity]]
 ) -> bool:
     """A change's pass on a slice is not a recovery while the same rule fails today on a
     slice that shares events with it (one inside it, one around it, or one across it), or
@@ -243,8 +243,9 @@ def _held_by_overlapping_failure(
     `tenant=acme` and `env=prod,tenant=acme` "recovered" their bloat on a day
     `feature_flag=retrieval-v1` still failed it; a quarter of acme losing its top hit,
     `feature_flag=retrieval-v1` "recovered" its bloat while acme's was still up, within
-    noise but not back (`failing` holds both kinds of slice)."""
-    others = failing.get(verdict.rule)
+    noise but not back. `slices` maps each rule to the slices of one kind: failing it
+    (the pass is held), or not back from their incident on it (only paused)."""
+    others = slices.get(verdict.rule)
     if verdict.kind != "drop" or verdict.status != "pass" or not others:
         return False
     mine = SliceIdentity.decode(verdict.slice)

@@ -287,7 +287,7 @@ def follow(
         return carried, "carried"
     if incident is None:
         return None, "quiet"
-    if verdict.held and verdict.paused:
+    if verdict.paused:  # set only with `held`
         return replace(incident, **_latest(verdict)), "carried"
     clear = verdict.status == "pass" and back_from_the_drop(verdict, incident)
     pools = incident.kind != "drop" and pooled_level(verdict)

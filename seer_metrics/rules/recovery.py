@@ -51,11 +51,20 @@ def pooled_recovery(incident: Incident, margin: float | None = None) -> bool:
     change it pages on) is back however small the noise. Levels (and passes without
     figures) keep the count."""
     readings = incident.recent_readings
-    noise = sum(noise for _, noise, _ in readings)
-    if incident.kind != "drop" or len(readings) < 2 or noise <= 0:
+    if incident.kind != "drop" or len(readings) < 2:
         return True
-    mean_gap = sum(gap for gap, _, _ in readings) / len(readings)
-    return mean_gap <= max(noise / len(readings) / math.sqrt(len(readings)), margin or 0.0)
+    mean_gap, pooled_noise = _pooled(readings)
+    if pooled_noise <= 0:
+        return True
+    return mean_gap <= max(pooled_noise, margin or 0.0)
+
+
+def _pooled(readings: tuple[tuple[float, float, bool], ...]) -> tuple[float, float]:
+    """The mean of readings' gaps (or moves), and their noise pooled: the mean noise over
+    the square root of their number."""
+    count = len(readings)
+    mean_gap = sum(gap for gap, _, _ in readings) / count
+    return mean_gap, sum(noise for _, noise, _ in readings) / count / math.sqrt(count)
 
 
 def pooled_level(verdict: Verdict) -> bool:
@@ -77,10 +86,8 @@ def pooled_level_recovery(incident: Incident, threshold: float | None) -> bool:
     readings = incident.recent_readings
     if threshold is None or not readings:
         return False
-    count = len(readings)
-    mean_move = sum(move for move, _, _ in readings) / count
-    mean_noise = sum(noise for _, noise, _ in readings) / count
-    return mean_move + mean_noise / math.sqrt(count) < threshold - TOLERANCE
+    mean_move, pooled_noise = _pooled(readings)
+    return mean_move + pooled_noise < threshold - TOLERANCE
 
 
 def back_from_the_drop(verdict: Verdict, incident: Incident) -> bool:
