@@ -148,6 +148,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         3,
         VOLUME,
     ),
+    # A drift over a whole tenant, where its largest pair must not take the lead: kept
+    # last so that the other scenarios keep their start days.
+    Scenario(
+        "slow_drift",
+        "tenant=acme, +4% a day lose 1",
+        SlowDrift({"tenant": "acme"}, step=0.04),
+        14,
+        0,
+        CHANGE,
+    ),
 )
 KINDS = tuple(dict.fromkeys(s.kind for s in SCENARIOS))
 # the judge a judge change moves to, for the stream's judge

@@ -12,7 +12,9 @@ parent's change it accounts for,
 and by its *surprise*, how far beyond noise its own drop is (`drop / noise`). C explains
 P when its share is at least `EXPLAINING_SHARE` and the change is concentrated in it
 (the rest of P moved at most `CONCENTRATION` times as much as C): a change spread evenly
-over P gives each child the share of P's events it has, and then P itself leads. Among
+over P gives each child the share of P's events it has, and then P itself leads. For a
+drift rule (its baseline skips the latest days) the concentration is read over those days
+and today, where the drift lives and a small rest's chance move of one day averages out. Among
 children whose shares tie (within `SHARE_TIE`), the one with fewer keys is preferred,
 then the more surprising; the explanation is followed down while a narrower slice
 explains the current one. A slice whose own drop is within noise never leads or
@@ -31,7 +33,13 @@ import pandas as pd
 
 from seer_metrics.rules import wording
 from seer_metrics.rules.explanation import EXPLAINING_SHARE, Explanation
-from seer_metrics.rules.model import STATISTICS, VOLUME_STATISTIC, CheckOutcome, RestOfParent
+from seer_metrics.rules.model import (
+    STATISTICS,
+    VOLUME_STATISTIC,
+    CheckOutcome,
+    RestOfParent,
+    moved_bad_way,
+)
 from seer_metrics.slices.groups import ALL_SLICE
 from seer_metrics.slices.identity import SliceIdentity
 
@@ -128,6 +136,19 @@ def rest_of_parent(
             child.baseline,
             child.baseline_sample_size,
         )
+    recent = None
+    if (
+        child.recent_observed is not None
+        and parent.recent_observed is not None
+        and child.recent_sample_size
+        and parent.recent_sample_size
+    ):
+        _, recent = _remove(
+            parent.recent_observed,
+            parent.recent_sample_size,
+            child.recent_observed,
+            child.recent_sample_size,
+        )
     return RestOfParent(
         parent=parent.slice,
         statistic=child.statistic,
@@ -136,6 +157,8 @@ def rest_of_parent(
         baseline=baseline,
         threshold=child.threshold,
         worse_when=child.worse_when,
+        recent_observed=recent,
+        recent_days=child.recent_days if recent is not None else 0,
     )
 
 
@@ -161,6 +184,7 @@ def explanation(
         child_drop=child.delta,
         parent_drop=parent.delta,
         rest=rest_of_parent(child, parent, rows),
+        child_recent_drop=moved_bad_way(child.recent_observed, child.baseline, child.worse_when),
     )
 
 

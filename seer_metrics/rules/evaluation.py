@@ -56,6 +56,7 @@ from seer_metrics.rules.readings import (
     effective,
     event_count,
     number_or_none,
+    recent_reading,
     represented_events,
     sampling_error,
     statistic_std,
@@ -290,7 +291,7 @@ def _slice_history(
     breakage (`excluded_days`), and only days judged by today's judge."""
     judged_apart, note = other_judges
     excluded = frozenset(excluded_days.get((statistic, label), ())) | judged_apart
-    return SliceHistory(past, excluded, config.baseline_lookback_days, note)
+    return SliceHistory(past, excluded, config.baseline_lookback_days, note, judged_apart)
 
 
 def evaluate_rules(
@@ -369,6 +370,13 @@ def evaluate_rules(
                 outcome = _evaluate_drop(
                     rule, row, settings, base, baseline, description, in_incident
                 )
+                recent, events, days = recent_reading(
+                    rule, slice_history, day or date.min, outcome.observed, outcome.sample_size
+                )
+                if recent is not None:
+                    outcome = outcome.replace(
+                        recent_observed=recent, recent_sample_size=events, recent_days=days
+                    )
             if slice_history.judge_note and rule.trailing_days:
                 note = slice_history.judge_note
                 outcome = outcome.replace(message=f"{outcome.message}; {note}", judge_note=note)

@@ -256,6 +256,11 @@ class CheckOutcome:
     escalation_step: float | None = None
     # Set when earlier days were judged by another judge and left out of the baseline.
     judge_note: str = ""
+    # A rule whose baseline skips the latest days (a drift): the statistic over those days
+    # and today, event-weighted, read to tell where a drift lives (`attribution`).
+    recent_observed: float | None = None
+    recent_sample_size: int | None = None
+    recent_days: int = 0
 
     def __post_init__(self) -> None:
         if self.partition_date is not None and not isinstance(self.partition_date, date):
@@ -294,12 +299,20 @@ class RestOfParent:
     baseline: float | None
     threshold: float
     worse_when: Comparison = "below"
+    # over a drift rule's recent days (the outcomes' `recent_*`), when both have them
+    recent_observed: float | None = None
+    recent_days: int = 0
 
     @property
     def delta(self) -> float | None:
         """How much the rest moved the rule's bad way (positive: a fall for a drop rule, a
         rise for a rise rule) against its baseline; negative the other way."""
         return moved_bad_way(self.observed, self.baseline, self.worse_when)
+
+    @property
+    def recent_delta(self) -> float | None:
+        """The same move over the drift rule's recent days."""
+        return moved_bad_way(self.recent_observed, self.baseline, self.worse_when)
 
     @property
     def unchanged(self) -> bool:

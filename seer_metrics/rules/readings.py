@@ -126,6 +126,8 @@ class SliceHistory:
     excluded: frozenset[date] = frozenset()
     lookback_days: int = 0
     judge_note: str = ""
+    # the days another judge judged (also in `excluded`): never compared with today's
+    judged_apart: frozenset[date] = frozenset()
 
 
 def window_start(
@@ -176,3 +178,30 @@ def daily_values(
         result.standard_errors.append(sampling_error(row, statistic))
         result.stds.append(statistic_std(row, statistic, value, count))
     return result
+
+
+def recent_reading(
+    rule: Rule, history: SliceHistory, day: date, observed: float | None, count: int
+) -> tuple[float | None, int, int]:
+    """(mean, events, days) of the statistic over the days a drift rule's baseline skips
+    and today, event-weighted, days another judge judged left out; (None, 0, 0) for a rule
+    that skips none. A drift is the change of those days: read over all of them, a small
+    slice's chance move of one day averages out."""
+    skipped = rule.baseline.skip_recent_days if rule.baseline is not None else 0
+    if not skipped or observed is None or count <= 0:
+        return None, 0, 0
+    total, events, days = observed * count, count, 1
+    past = history.past
+    if past is not None and not past.empty:
+        start, count_column = day - timedelta(days=skipped), STATISTICS[rule.statistic][0]
+        for row in past.to_dict("records"):
+            if not start <= row["_day"] < day or row["_day"] in history.judged_apart:
+                continue
+            value, number = (
+                number_or_none(row.get(rule.statistic)),
+                event_count(row.get(count_column)),
+            )
+            if value is None or number == 0:
+                continue
+            total, events, days = total + value * number, events + number, days + 1
+    return total / events, events, days

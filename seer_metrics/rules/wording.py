@@ -276,16 +276,21 @@ def share_text(share: float) -> str:
 
 
 def rest_phrase(rest: RestOfParent) -> str:
-    """`the rest of env=prod unchanged`, or how much it moved."""
+    """`the rest of env=prod unchanged`, or how much it moved (a drift's rest also over
+    the drift's recent days, which decide whether the drift is the child's)."""
     metric = metric_name(rest.statistic)
     parent = "the traffic" if rest.parent == ALL_SLICE else slice_title(rest.parent)
     name = f"the rest of {parent}"
     if rest.delta is None:
         return f"{name}: no figures"
+    recent = ""
+    if rest.recent_delta is not None:
+        moved = change_text(rest.statistic, _change(rest.recent_delta, rest.worse_when))
+        recent = f"; over the last {rest.recent_days} days {moved}"
     if rest.unchanged:
-        return f"{name} unchanged"
+        return f"{name} unchanged{recent}"
     change = change_text(rest.statistic, _change(rest.delta, rest.worse_when))
-    figures = f"{metric} {change}, {rest.events:,} events"
+    figures = f"{metric} {change}, {rest.events:,} events{recent}"
     falls = rest.worse_when == "below"
     if rest.delta > 0:
         return f"{name} also {'dropped' if falls else 'rose'} ({figures})"

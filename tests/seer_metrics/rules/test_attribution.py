@@ -26,7 +26,7 @@ from seer_metrics.rules import (
     lead_slices,
 )
 from seer_metrics.rules.attribution import is_narrower, narrower_parts, preferred
-from seer_metrics.rules.wording import rest_phrase
+from seer_metrics.rules.wording import change_text, rest_phrase
 from seer_metrics.slices import slice_metrics
 
 KEYS = ("env", "feature_flag", "tenant")
@@ -359,3 +359,48 @@ def test_a_part_of_a_wider_leads_spread_drop_comes_after_it() -> None:
     assert by_slice["feature_flag=retrieval-v1"].explained_by == v1_acme.slice
     assert by_slice[v1_acme.slice].leads and by_slice["tenant=acme"].leads
     assert lead_slices(items) == ["tenant=acme", v1_acme.slice]
+
+
+@pytest.mark.parametrize(
+    ("rest_today", "rest_recent", "child_recent", "explains"),
+    [
+        (0.09, 0.0, 0.06, True),  # a chance move of the rest today; flat over the week
+        (0.09, 0.05, 0.06, False),  # the rest drifted too: spread
+        (0.0, 0.05, 0.06, False),  # flat today, but it drifted over the week: spread
+        (0.09, None, 0.06, False),  # no week's figures: today decides
+        # a release's first day: an eighth of today's drop over 8 days, today decides
+        (0.0, 0.01, 0.015, True),
+    ],
+    ids=["chance today", "drifted too", "drifted, flat today", "no recent figures", "step"],
+)
+def test_a_drift_is_concentrated_by_the_rest_over_its_recent_days(
+    rest_today, rest_recent, child_recent, explains
+) -> None:
+    """Ideal judge, seed 106: on its first page, the drift of prod x v2 (150 events, 0.095
+    down) left the rest of retrieval-v2 (50 staging events) 0.07 down by chance, so v2
+    led; over the drift's 8 recent days that rest was flat. Here the child fell 0.12
+    today."""
+    child_drop = 0.12
+    parent_drop = (150 * child_drop + 50 * rest_today) / 200
+    child_figures: dict = {"rule": "recall_drift"}
+    parent_figures: dict = {"rule": "recall_drift"}
+    if rest_recent is not None:  # 8 days: 1,200 events of the child, 400 of the rest
+        recent_rest = 0.81 - rest_recent
+        child_figures.update(
+            recent_observed=0.81 - child_recent, recent_sample_size=1200, recent_days=8
+        )
+        parent_figures.update(
+            recent_observed=(1200 * (0.81 - child_recent) + 400 * recent_rest) / 1600,
+            recent_sample_size=1600,
+            recent_days=8,
+        )
+    child = drop(PAIR, 150, child_drop, **child_figures)
+    parent = drop("feature_flag=retrieval-v2", 200, parent_drop, **parent_figures)
+    found = narrower_parts(parent, [parent, child], {})
+    assert len(found) == 1 and found[0].share >= EXPLAINS
+    assert found[0].explains is explains
+    if rest_recent is not None:
+        assert found[0].rest.recent_delta == pytest.approx(rest_recent)
+        assert found[0].rest.recent_days == 8
+        moved = change_text("mean_recall", -rest_recent)
+        assert f"; over the last 8 days {moved}" in rest_phrase(found[0].rest)

@@ -1347,6 +1347,28 @@ def test_the_drift_baseline_leaves_out_the_latest_week_a_drift_would_move() -> N
     assert not learned.failed and learned.baseline < 0.77
 
 
+def test_a_drift_is_also_read_over_the_days_its_baseline_skips() -> None:
+    """Where a drift lives is read over the last week and today (`recent_*`), by the same
+    judge only; a rule on the trailing week has no such reading."""
+    days = [(date.fromisoformat(DAY) - timedelta(days=i)).isoformat() for i in range(35, 0, -1)]
+    rows = [slice_row(day, "env=prod", n=100, mean_recall=0.8, judge="j1") for day in days]
+    for index, value in zip(range(-7, 0), (0.78, 0.76, 0.74, 0.72, 0.70, 0.68, 0.66), strict=True):
+        rows[index] = slice_row(days[index], "env=prod", n=100, mean_recall=value, judge="j1")
+    today = frame(slice_row(DAY, "env=prod", n=200, mean_recall=0.6, judge="j1"))
+    found = evaluate_rules(DEFAULT_RULES, today, frame(*rows))
+    drift = outcome(found, "recall_drift", "env=prod")
+    weighted = (0.78 + 0.76 + 0.74 + 0.72 + 0.70 + 0.68 + 0.66) * 100 + 0.6 * 200
+    assert drift.recent_observed == pytest.approx(weighted / 900)
+    assert (drift.recent_sample_size, drift.recent_days) == (900, 8)
+    drop = outcome(found, "recall_drop", "env=prod")
+    assert drop.recent_observed is None and drop.recent_days == 0
+    # a day another judge judged is not compared with today's judge
+    rows[-1] = slice_row(days[-1], "env=prod", n=100, mean_recall=0.1, judge="j0")
+    other = outcome(evaluate_rules(DEFAULT_RULES, today, frame(*rows)), "recall_drift", "env=prod")
+    assert other.recent_observed == pytest.approx((weighted - 66) / 800)
+    assert (other.recent_sample_size, other.recent_days) == (800, 7)
+
+
 @pytest.mark.parametrize(
     ("n", "recall", "status"),
     [
