@@ -33,6 +33,7 @@ import pandas as pd
 
 from seer_metrics.rules import wording
 from seer_metrics.rules.explanation import EXPLAINING_SHARE, Explanation
+from seer_metrics.rules.lead_order import Lead, yielding_leads
 from seer_metrics.rules.model import (
     STATISTICS,
     VOLUME_STATISTIC,
@@ -344,12 +345,13 @@ def alert_order(
     """The failing outcomes of a day, the slice that explains the most first.
 
     For each drop rule, each failing drop is either explained by a narrower failing slice
-    (followed down to the narrowest one: `explained_by`) or leads. Order: the leads (those
-    that explain a wider slice's change first, the widest such change first, then ERROR
-    before WARN, the largest impact on the whole traffic first), then the other failures
-    (changes before levels, ERROR before WARN, narrower and high-priority slices first,
-    larger drops first), then the explained slices. `slice_rows` are the day's rows of
-    the slice table (today's counts and means).
+    (followed down to the narrowest one: `explained_by`) or leads. Order: the leads (a
+    lead another rule's lead on the same statistic tells the story before, `lead_order`,
+    after it; those that explain a wider slice's change first, the widest such change
+    first, then ERROR before WARN, the largest impact on the whole traffic first), then
+    the other failures (changes before levels, ERROR before WARN, narrower and
+    high-priority slices first, larger drops first), then the explained slices.
+    `slice_rows` are the day's rows of the slice table (today's counts and means).
     """
     rows = _rows_by_slice(slice_rows)
     by_rule: dict[str, list[CheckOutcome]] = {}
@@ -359,6 +361,7 @@ def alert_order(
     items = [item for group in by_rule.values() for item in _rule_items(group, rows)]
     items.extend(AlertItem(o) for o in outcomes if o.failed and o.kind != "drop")
     parts = _parts_of_spread_leads(items, rows)
+    yielding = yielding_leads([Lead(i.outcome, i.impact) for i in items if i.leads])
 
     def order(item: AlertItem) -> tuple[Any, ...]:
         o = item.outcome
@@ -367,6 +370,8 @@ def alert_order(
             item.explained_by is not None,
             # a lead that is only a part of a wider lead's spread change after it
             (o.rule, o.slice) in parts,
+            # a lead another rule's lead on the statistic tells the story before
+            (o.rule, o.slice) in yielding,
             # a lead that explains a wider slice's change (the end of its story) before
             # one that explains nothing wider (a slice whose drop stays its own), and the
             # one that explains the widest change first (all's before env=prod's)

@@ -404,3 +404,28 @@ def test_a_drift_is_concentrated_by_the_rest_over_its_recent_days(
         assert found[0].rest.recent_days == 8
         moved = change_text("mean_recall", -rest_recent)
         assert f"; over the last 8 days {moved}" in rest_phrase(found[0].rest)
+
+
+def drift(label: str, events: int, delta: float, **changes) -> CheckOutcome:
+    return drop(label, events, delta, rule="recall_drift", severity="WARN", **changes)
+
+
+def test_two_rules_on_recall_overlapping_the_larger_impact_leads() -> None:
+    """Ideal judge, seed 108, a drift's first page: a drop of `retrieval-v2 × initech`
+    (45 events, mostly prod × v2's own) led, ERROR, before the drift of prod × v2 that
+    moved the traffic's recall twice as much."""
+    v2_initech = "feature_flag=retrieval-v2,tenant=initech"
+    outcomes = [
+        drop("all", 300, 0.03),
+        drop("tenant=initech", 60, 0.13),
+        drop(v2_initech, 45, 0.19),  # explains initech's drop
+        drop(PAIR, 150, 0.05),
+        drift("all", 300, 0.065),
+        drift("env=prod", 220, 0.10),
+        drift(PAIR, 150, 0.13),  # explains env=prod's drift
+    ]
+    items = alert_order(outcomes)
+    assert lead_slices(items)[:2] == [PAIR, v2_initech]
+    # another statistic's lead keeps its place: f1 is not told by the recall drift
+    f1 = [o.replace(rule="f1_drop", statistic="mean_f1") for o in outcomes[:4]]
+    assert lead_slices(alert_order(f1 + outcomes[4:]))[0] == v2_initech
