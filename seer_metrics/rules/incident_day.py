@@ -152,12 +152,17 @@ def day_verdicts(
     day) and is not half way back from it today nor on its last reading (then only
     `paused`: it neither counts nor restarts the recovery); and any open incident's
     reading held while another change rule fails on a slice sharing its events, in an
-    incident opened within `SAME_TROUBLE_DAYS` of it."""
+    incident opened within `SAME_TROUBLE_DAYS` of it, or paused while that incident
+    passes but is not back (on two readings). A drift over tenant=acme had opened
+    env=prod,tenant=acme's bloat with acme's recall drift; the bloat read back within
+    noise and "recovered" while the drift went on, passing but far from back (ideal
+    judge, seed 104)."""
     raw = [verdict for outcome in outcomes if (verdict := Verdict.of(outcome))]
     incidents = {i.key: i for i in open_incidents}
     failing: dict[str, list[SliceIdentity]] = {}
     not_back: dict[str, list[SliceIdentity]] = {}
     failing_changes: list[_FailingChange] = []
+    not_back_changes: list[_FailingChange] = []
     for verdict in raw:
         incident = incidents.get((verdict.rule, verdict.slice))
         change = incident if incident is not None and incident.kind == "drop" else None
@@ -166,6 +171,8 @@ def day_verdicts(
             failing.setdefault(verdict.rule, []).append(identity)
         elif _still_not_back(verdict, change):
             not_back.setdefault(verdict.rule, []).append(identity)
+            if change is not None:
+                not_back_changes.append(_FailingChange(verdict.rule, identity, change.opened_on))
         if verdict.status == "fail" and verdict.kind == "drop":
             opened = verdict.day if change is None else change.opened_on
             failing_changes.append(_FailingChange(verdict.rule, identity, opened))
@@ -175,7 +182,9 @@ def day_verdicts(
             verdict, incidents.get((verdict.rule, verdict.slice)), failing_changes
         ):
             verdict = replace(verdict, status="inconclusive", held=True)
-        elif _held_by_overlapping_failure(verdict, not_back):
+        elif _held_by_overlapping_failure(verdict, not_back) or _held_by_same_trouble(
+            verdict, incidents.get((verdict.rule, verdict.slice)), not_back_changes
+        ):
             verdict = replace(verdict, status="inconclusive", held=True, paused=True)
         verdicts.append(verdict)
     return verdicts

@@ -848,6 +848,44 @@ def test_an_incident_does_not_recover_while_its_trouble_fails_another_change_rul
     }
 
 
+def test_an_incident_waits_while_its_trouble_is_not_back_on_another_change_rule() -> None:
+    """A drift over tenant=acme (ideal judge, seed 104): env=prod,tenant=acme's bloat
+    incident, opened with acme's recall drift, read back within noise and "recovered"
+    while the drift went on, passing but far from back. Its pass is paused (neither counts
+    nor restarts) while the other rule's incident, opened within a week of it, is not half
+    way back on two readings; a slice apart, or the trouble back, recovers."""
+    opened = advance_incidents(
+        [],
+        [
+            on("recall_drift", reading("2026-11-20", "fail", "tenant=acme", 0.60)),
+            on("bloat_rise", reading("2026-11-20", "fail", "env=prod,tenant=acme", 0.60)),
+            on("bloat_rise", reading("2026-11-20", "fail", "env=prod,tenant=globex", 0.60)),
+        ],
+    )
+    day = [
+        on("recall_drift", reading("2026-11-21", "pass", "tenant=acme", 0.65)),
+        on("bloat_rise", reading("2026-11-21", "pass", "env=prod,tenant=acme", 0.79)),
+        on("bloat_rise", reading("2026-11-21", "pass", "env=prod,tenant=globex", 0.79)),
+    ]
+    statuses = {
+        (v.rule, v.slice): (v.status, v.paused) for v in day_verdicts(day, opened.still_open)
+    }
+    assert statuses == {
+        ("recall_drift", "tenant=acme"): ("pass", False),
+        ("bloat_rise", "env=prod,tenant=acme"): ("inconclusive", True),
+        ("bloat_rise", "env=prod,tenant=globex"): ("pass", False),
+    }
+    waiting = advance_incidents(opened.still_open, day, close_after_passes=1)
+    assert [i.slice for i in waiting.closed] == ["env=prod,tenant=globex"]
+    back = [
+        on("recall_drift", reading("2026-11-22", "pass", "tenant=acme", 0.79)),
+        on("bloat_rise", reading("2026-11-22", "pass", "env=prod,tenant=acme", 0.79)),
+    ]
+    closed = advance_incidents(waiting.still_open, back, close_after_passes=1)
+    # the drift's own pooled readings are not back yet; the bloat's wait is over
+    assert [(i.rule, i.slice) for i in closed.closed] == [("bloat_rise", "env=prod,tenant=acme")]
+
+
 def _follow_days(statuses: str, close_after_passes: int = 3):
     """Replay one slice's days: F fail, P clear pass, ? inconclusive pass, - no verdict."""
     words = {"F": "fail", "P": "pass", "?": "pass", "-": "not_enough_data"}
