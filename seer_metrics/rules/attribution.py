@@ -108,6 +108,15 @@ def _remove(total: float, count: int, part: float, part_count: int) -> tuple[int
     return rest, (total * count - part * part_count) / rest
 
 
+def _rest_mean(
+    parent: float | None, parent_count: int | None, child: float | None, child_count: int | None
+) -> float | None:
+    """The mean of the parent's events outside the child, when both have figures."""
+    if parent is None or child is None or not parent_count or not child_count:
+        return None
+    return _remove(parent, parent_count, child, child_count)[1]
+
+
 def rest_of_parent(
     child: CheckOutcome,
     parent: CheckOutcome,
@@ -124,32 +133,15 @@ def rest_of_parent(
     events, observed = 0, None
     if child_mean is not None and parent_mean is not None:
         events, observed = _remove(parent_mean, parent_count, child_mean, child_count)
-    baseline = None
-    if (
-        child.baseline is not None
-        and parent.baseline is not None
-        and child.baseline_sample_size
-        and parent.baseline_sample_size
-    ):
-        _, baseline = _remove(
-            parent.baseline,
-            parent.baseline_sample_size,
-            child.baseline,
-            child.baseline_sample_size,
-        )
-    recent = None
-    if (
-        child.recent_observed is not None
-        and parent.recent_observed is not None
-        and child.recent_sample_size
-        and parent.recent_sample_size
-    ):
-        _, recent = _remove(
-            parent.recent_observed,
-            parent.recent_sample_size,
-            child.recent_observed,
-            child.recent_sample_size,
-        )
+    baseline = _rest_mean(
+        parent.baseline, parent.baseline_sample_size, child.baseline, child.baseline_sample_size
+    )
+    recent = _rest_mean(
+        parent.recent_observed,
+        parent.recent_sample_size,
+        child.recent_observed,
+        child.recent_sample_size,
+    )
     return RestOfParent(
         parent=parent.slice,
         statistic=child.statistic,
