@@ -13,8 +13,9 @@ and by its *surprise*, how far beyond noise its own drop is (`drop / noise`). C 
 P when its share is at least `EXPLAINING_SHARE` and the change is concentrated in it
 (the rest of P moved at most `CONCENTRATION` times as much as C): a change spread evenly
 over P gives each child the share of P's events it has, and then P itself leads. For a
-drift rule (its baseline skips the latest days) the concentration is read over those days
-and today, where the drift lives and a small rest's chance move of one day averages out. Among
+drift rule (its baseline skips the latest days) the concentration of a change under way
+for days is read over those days and today, where a small rest's chance move of one day
+averages out (`Explanation.concentrated`). Among
 children whose shares tie (within `SHARE_TIE`), the one with fewer keys is preferred,
 then the more surprising; the explanation is followed down while a narrower slice
 explains the current one. A slice whose own drop is within noise never leads or

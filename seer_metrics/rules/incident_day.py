@@ -161,8 +161,8 @@ def day_verdicts(
     incidents = {i.key: i for i in open_incidents}
     failing: dict[str, list[SliceIdentity]] = {}
     not_back: dict[str, list[SliceIdentity]] = {}
-    failing_changes: list[_FailingChange] = []
-    not_back_changes: list[_FailingChange] = []
+    failing_changes: list[_TroubleChange] = []
+    not_back_changes: list[_TroubleChange] = []
     for verdict in raw:
         incident = incidents.get((verdict.rule, verdict.slice))
         change = incident if incident is not None and incident.kind == "drop" else None
@@ -172,10 +172,10 @@ def day_verdicts(
         elif _still_not_back(verdict, change):
             not_back.setdefault(verdict.rule, []).append(identity)
             if change is not None:
-                not_back_changes.append(_FailingChange(verdict.rule, identity, change.opened_on))
+                not_back_changes.append(_TroubleChange(verdict.rule, identity, change.opened_on))
         if verdict.status == "fail" and verdict.kind == "drop":
             opened = verdict.day if change is None else change.opened_on
-            failing_changes.append(_FailingChange(verdict.rule, identity, opened))
+            failing_changes.append(_TroubleChange(verdict.rule, identity, opened))
     verdicts = []
     for verdict in raw:
         if _held_by_overlapping_failure(verdict, failing) or _held_by_same_trouble(
@@ -196,26 +196,30 @@ SAME_TROUBLE_DAYS = 7
 
 
 @dataclass(frozen=True)
-class _FailingChange:
+class _TroubleChange:
+    """Another rule's change on a slice today that may hold others: failing (a hold), or
+    in its open incident and not back (a pause)."""
+
     rule: str
     slice: SliceIdentity
     opened_on: date
 
 
 def _held_by_same_trouble(
-    verdict: Verdict, incident: Incident | None, failing: Sequence[_FailingChange]
+    verdict: Verdict, incident: Incident | None, failing: Sequence[_TroubleChange]
 ) -> bool:
     """An incident's pass (a change's or a level's, clear or within noise: a level against
-    its normal pools both) is not a recovery while another change
-    rule still fails on a slice sharing its events, in an incident opened within
-    `SAME_TROUBLE_DAYS` of this one: the trouble that moved this statistic, in part, is
-    still there. A slice a breakage touches in part reads its own rule back within noise
-    by chance: half of env=prod losing its top hit, `env=prod,tenant=initech` "recovered"
-    its nDCG drop on the trouble's 5th day while env=prod's recall drop failed every day;
-    a bloat share that empty contexts moved, a drift's, and `recall_high_priority` on
-    env=prod beside a tenant on a wrong index did the same (4 of 64 troubles on streams
-    not tuned on, 8 under the lexical judge; none with this hold). An incident opened
-    long before the failing one (a chronic one) holds nothing new."""
+    its normal pools both) is not a recovery while another change rule still fails (or,
+    read with the changes not back, has not come back) on a slice sharing its events, in
+    an incident opened within `SAME_TROUBLE_DAYS` of this one: the trouble that moved
+    this statistic, in part, is still there. A slice a breakage touches in part reads its
+    own rule back within noise by chance: half of env=prod losing its top hit,
+    `env=prod,tenant=initech` "recovered" its nDCG drop on the trouble's 5th day while
+    env=prod's recall drop failed every day; a bloat share that empty contexts moved, a
+    drift's, and `recall_high_priority` on env=prod beside a tenant on a wrong index did
+    the same (4 of 64 troubles on streams not tuned on, 8 under the lexical judge; none
+    with this hold). An incident opened long before the failing one (a chronic one)
+    holds nothing new."""
     if incident is None or verdict.status == "fail":
         return False
     mine = SliceIdentity.decode(verdict.slice)
