@@ -149,6 +149,13 @@ def window_start(
     return start
 
 
+def day_reading(row: Any, statistic: str) -> tuple[float, int] | None:
+    """(value, events behind it) of one day's statistic; None when the day has none."""
+    value = number_or_none(row.get(statistic))
+    count = event_count(row.get(STATISTICS[statistic][0]))
+    return None if value is None or count == 0 else (value, count)
+
+
 def daily_values(
     rule: Rule,
     past: pd.DataFrame | None,
@@ -159,7 +166,6 @@ def daily_values(
     """The slice's trailing days for the rule's statistic, `excluded` days left out (and
     the window reaching back over them, up to `lookback_days`)."""
     statistic = rule.statistic
-    count_column = STATISTICS[statistic][0]
     result = DailyValues([], [], [], [], [])
     if past is None or past.empty or rule.baseline is None:
         return result
@@ -169,9 +175,10 @@ def daily_values(
     for row in past.to_dict("records"):
         if not start <= row["_day"] < end or row["_day"] in excluded:
             continue
-        value, count = number_or_none(row.get(statistic)), event_count(row.get(count_column))
-        if value is None or count == 0:
+        reading = day_reading(row, statistic)
+        if reading is None:
             continue
+        value, count = reading
         result.values.append(value)
         result.counts.append(count)
         result.populations.append(represented_events(row, count))
@@ -193,15 +200,13 @@ def recent_reading(
     total, events, days = observed * count, count, 1
     past = history.past
     if past is not None and not past.empty:
-        start, count_column = day - timedelta(days=skipped), STATISTICS[rule.statistic][0]
+        start = day - timedelta(days=skipped)
         for row in past.to_dict("records"):
             if not start <= row["_day"] < day or row["_day"] in history.judged_apart:
                 continue
-            value, number = (
-                number_or_none(row.get(rule.statistic)),
-                event_count(row.get(count_column)),
-            )
-            if value is None or number == 0:
+            reading = day_reading(row, rule.statistic)
+            if reading is None:
                 continue
+            value, number = reading
             total, events, days = total + value * number, events + number, days + 1
     return total / events, events, days
