@@ -366,9 +366,10 @@ def _figures(incident: Incident) -> str:
 
 
 def trace_days(replayed: Sequence[ReplayedDay], where: Mapping[str, str], title: str) -> str:
-    """What each replayed day did on the slices overlapping the trouble: the lead, the
-    pages, the closures, the readings of the incidents open at the end (held: a pass
-    a slice sharing its events held); then those incidents."""
+    """What each replayed day did on the slices overlapping the trouble: the lead (and,
+    on a day that pages, its headline), the pages, the closures, the readings of the
+    incidents open at the end (held: a pass a slice sharing its events held); then those
+    incidents."""
     lines = [f"trace: {title}"]
     opened: dict[tuple[str, str], Incident] = {}
     still = {i.key for i in replayed[-1].open_incidents} if replayed else set()
@@ -376,6 +377,8 @@ def trace_days(replayed: Sequence[ReplayedDay], where: Mapping[str, str], title:
         items = alert_order(day.outcomes, day.rows)
         lead = f"{items[0].outcome.rule} {items[0].outcome.slice}" if items else "none"
         lines.append(f"  {day.day}: lead {lead}")
+        if items and day.pages:
+            lines.append(f"    headline: {items[0].headline()}")
         for page in day.pages:
             if overlaps(page.slice, where):
                 lines.append(

@@ -4,8 +4,9 @@ and pages (`advance_incidents`), and the day's verdicts as the incidents take th
 Two rules look across slices, so they live here rather than in `follow`, which sees one
 (rule, slice) at a time: a change's pass is held while a slice sharing events with it
 still fails the rule, or is not back from its open incident on it, and any incident's
-pass while its trouble still fails another change rule (`day_verdicts`, stored as
-decided so the folded history agrees), and a level a slice first breaches under its
+pass while its trouble still fails another change rule, or while a wider slice around
+it is together still low (`day_verdicts`, stored as decided so the folded history
+agrees), and a level a slice first breaches under its
 parent's open breach opens without a page (`under_parent`).
 """
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 
 from seer_metrics.rules.attribution import parent_slices
-from seer_metrics.rules.incidents import Incident, Verdict, follow, worsened_by
+from seer_metrics.rules.incidents import Incident, Verdict, follow, still_low, worsened_by
 from seer_metrics.rules.model import (
     DEFAULT_CLOSE_AFTER_PASSES,
     CheckOutcome,
@@ -101,7 +102,7 @@ def advance_incidents(
     closed: list[Incident] = []
     opening: list[CheckOutcome] = []
     worsening: list[CheckOutcome] = []
-    decided = tuple(day_verdicts(outcomes, state.values()))
+    decided = tuple(day_verdicts(outcomes, state.values(), close_after_passes))
     verdicts = {(v.rule, v.slice): v for v in decided}
     for outcome in outcomes:
         key = (outcome.rule, outcome.slice)
@@ -143,7 +144,9 @@ def advance_incidents(
 
 
 def day_verdicts(
-    outcomes: Sequence[CheckOutcome], open_incidents: Iterable[Incident] = ()
+    outcomes: Sequence[CheckOutcome],
+    open_incidents: Iterable[Incident] = (),
+    close_after_passes: int = DEFAULT_CLOSE_AFTER_PASSES,
 ) -> list[Verdict]:
     """The day's verdicts as the incidents take them (and as they are stored, so that
     folding the stored verdicts gives the same incidents): each outcome's verdict, a
@@ -153,16 +156,20 @@ def day_verdicts(
     `paused`: it neither counts nor restarts the recovery); and any open incident's
     reading held while another change rule fails on a slice sharing its events, in an
     incident opened within `SAME_TROUBLE_DAYS` of it, or paused while that incident
-    passes but is not back (on two readings). A drift over tenant=acme had opened
+    passes but is not back (on two readings); and paused while a wider slice around it
+    has a change incident opened within that time whose readings together are still
+    low (`_inside_a_low_change`). A drift over tenant=acme had opened
     env=prod,tenant=acme's bloat with acme's recall drift; the bloat read back within
     noise and "recovered" while the drift went on, passing but far from back (ideal
     judge, seed 104)."""
     raw = [verdict for outcome in outcomes if (verdict := Verdict.of(outcome))]
+    read = {(o.rule, o.slice): (o.statistic, o.sample_size) for o in outcomes}
     incidents = {i.key: i for i in open_incidents}
     failing: dict[str, list[SliceIdentity]] = {}
     not_back: dict[str, list[SliceIdentity]] = {}
     failing_changes: list[_TroubleChange] = []
     not_back_changes: list[_TroubleChange] = []
+    low_changes: list[_TroubleChange] = []
     for verdict in raw:
         incident = incidents.get((verdict.rule, verdict.slice))
         change = incident if incident is not None and incident.kind == "drop" else None
@@ -176,14 +183,22 @@ def day_verdicts(
         if verdict.status == "fail" and verdict.kind == "drop":
             opened = verdict.day if change is None else change.opened_on
             failing_changes.append(_TroubleChange(verdict.rule, identity, opened))
+        if change is not None and still_low(change, verdict, close_after_passes):
+            reading = read.get((verdict.rule, verdict.slice))
+            low_changes.append(_TroubleChange(verdict.rule, identity, change.opened_on, reading))
     verdicts = []
     for verdict in raw:
+        incident = incidents.get((verdict.rule, verdict.slice))
         if _held_by_overlapping_failure(verdict, failing) or _held_by_same_trouble(
-            verdict, incidents.get((verdict.rule, verdict.slice)), failing_changes
+            verdict, incident, failing_changes
         ):
             verdict = replace(verdict, status="inconclusive", held=True)
-        elif _held_by_overlapping_failure(verdict, not_back) or _held_by_same_trouble(
-            verdict, incidents.get((verdict.rule, verdict.slice)), not_back_changes
+        elif (
+            _held_by_overlapping_failure(verdict, not_back)
+            or _held_by_same_trouble(verdict, incident, not_back_changes)
+            or _inside_a_low_change(
+                verdict, incident, low_changes, read.get((verdict.rule, verdict.slice))
+            )
         ):
             verdict = replace(verdict, status="inconclusive", held=True, paused=True)
         verdicts.append(verdict)
@@ -203,6 +218,7 @@ class _TroubleChange:
     rule: str
     slice: SliceIdentity
     opened_on: date
+    reading: tuple[str, int] | None = None  # its statistic and today's events
 
 
 def _held_by_same_trouble(
@@ -228,6 +244,47 @@ def _held_by_same_trouble(
         and mine.may_overlap(other.slice)
         and abs((other.opened_on - incident.opened_on).days) <= SAME_TROUBLE_DAYS
         for other in failing
+    )
+
+
+# A wider slice pauses a narrower one on the same statistic only when the narrower holds
+# at most this share of its events: else the wider's readings are mostly the narrower's
+# own, which its own test has judged.
+WIDER_SHARE = 0.5
+
+
+def _another_reading(mine: tuple[str, int], wider: tuple[str, int] | None) -> bool:
+    """Whether a wider slice's reading says something the narrower's own does not: another
+    statistic, or the same one over mostly other events."""
+    if wider is None:
+        return False
+    return wider[0] != mine[0] or wider[1] * WIDER_SHARE >= mine[1]
+
+
+def _inside_a_low_change(
+    verdict: Verdict,
+    incident: Incident | None,
+    low: Sequence[_TroubleChange],
+    reading: tuple[str, int] | None,
+) -> bool:
+    """An incident's pass is not a recovery while a wider slice around it (on any change
+    rule) stays open with its latest readings together still low, in an incident opened
+    within `SAME_TROUBLE_DAYS` of this one: its events hold the trouble, diluted. The
+    wider slice is the surer reading, so only it pauses the narrower one, and on the same
+    statistic only over mostly other events (`_another_reading`). A drift over all of
+    tenant=acme: `feature_flag=retrieval-v1,tenant=acme` (~40 events) read back within
+    its noise and "recovered" its recall drop while acme's, on every reading half way
+    back but together 0.05 low, stayed open (lexical judge, seed 104). After a fix,
+    env=prod and retrieval-v2 read 0.02 low for five days, mostly prod x v2's own events:
+    pausing prod x v2 on them put its "Recovered" a day past its week (lexical, 108)."""
+    if incident is None or verdict.status == "fail" or reading is None:
+        return False
+    mine = SliceIdentity.decode(verdict.slice)
+    return any(
+        mine.is_narrower_than(other.slice)
+        and _another_reading(reading, other.reading)
+        and abs((other.opened_on - incident.opened_on).days) <= SAME_TROUBLE_DAYS
+        for other in low
     )
 
 

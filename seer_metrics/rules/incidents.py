@@ -15,7 +15,8 @@ closes when its latest readings since its last failure (the count and one more) 
 the count of clear passes and, together, are back within their pooled noise. A reading
 of its own short of back stays in that window (so a residual gap keeps the incident
 open, and one chance low day ages out); a pass held because a slice sharing its events
-still fails starts the count again, one held because such a slice is not back pauses it.
+still fails starts the count again, one held because such a slice is not back (or a wider
+slice around it is, its readings together) pauses it.
 "Recovered" is never said while the trouble lasts.
 
 A page is an incident opened today, or an open incident much worse than where it opened
@@ -313,8 +314,7 @@ def follow(
     # A change's own reading short of back does not start its count again: it stays in
     # the window of its latest readings, pooled with the clear passes, so a residual gap
     # keeps the incident open and one chance low day ages out.
-    gap = worsened_by(verdict, recovery_baseline(verdict.baseline, incident)) or 0.0
-    window = (*incident.recent_readings, (gap, verdict.noise or 0.0, clear))[-(needed + 1) :]
+    window = change_window(incident, verdict, clear, needed)
     recovering = replace(
         incident,
         **_latest(verdict),
@@ -324,6 +324,27 @@ def follow(
     if clear and recovering.clear_passes >= needed and pooled_recovery(recovering, verdict.margin):
         return replace(recovering, closed_on=day), "closed"
     return recovering, "carried"
+
+
+def change_window(
+    incident: Incident, verdict: Verdict, clear: bool, needed: int
+) -> tuple[tuple[float, float, bool], ...]:
+    """A change incident's latest readings with today's: its gap below the pre-incident
+    level, noise and clearness, the count to close and one more."""
+    gap = worsened_by(verdict, recovery_baseline(verdict.baseline, incident)) or 0.0
+    return (*incident.recent_readings, (gap, verdict.noise or 0.0, clear))[-(needed + 1) :]
+
+
+def still_low(
+    incident: Incident, verdict: Verdict, close_after_passes: int = DEFAULT_CLOSE_AFTER_PASSES
+) -> bool:
+    """A change incident passing today whose latest readings, today's among them, are
+    together still short of back (`recovery.pooled_recovery`): it stays open."""
+    if incident.kind != "drop" or verdict.status == "fail":
+        return False
+    clear = verdict.status == "pass" and back_from_the_drop(verdict, incident)
+    window = change_window(incident, verdict, clear, passes_to_close("drop", close_after_passes))
+    return not pooled_recovery(replace(incident, recent_readings=window), verdict.margin)
 
 
 def much_worse(verdict: Verdict, incident: Incident) -> bool:
