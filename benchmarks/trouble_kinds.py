@@ -379,6 +379,13 @@ def trace_days(replayed: Sequence[ReplayedDay], where: Mapping[str, str], title:
         lines.append(f"  {day.day}: lead {lead}")
         if items and day.pages:
             lines.append(f"    headline: {items[0].headline()}")
+            leads = [
+                f"{i.outcome.rule} {i.outcome.slice}"
+                + (f" (explains {i.explanation.parent})" if i.explanation else "")
+                for i in items
+                if i.leads
+            ]
+            lines.append(f"    leads: {'; '.join(leads)}")
         for page in day.pages:
             if overlaps(page.slice, where):
                 lines.append(
