@@ -15,12 +15,12 @@ P when its share is at least `EXPLAINING_SHARE` and the change is concentrated i
 over P gives each child the share of P's events it has, and then P itself leads. For a
 drift rule (its baseline skips the latest days) the concentration of a change under way
 for days is read over those days and today, where a small rest's chance move of one day
-averages out (`Explanation.concentrated`). Among
-children whose shares tie (within `SHARE_TIE`), the one with fewer keys is preferred,
-then the more surprising; the explanation is followed down while a narrower slice
-explains the current one. A slice whose own drop is within noise never leads or
-explains. The rest of a parent (its events outside the child) is computed exactly from
-the slice table's counts and means: `n_rest * mean_rest = n_P * mean_P - n_C * mean_C`.
+averages out (`Explanation.concentrated`). Among children whose shares tie (within
+`SHARE_TIE`), the one with fewer keys is preferred, then the more surprising; the
+explanation is followed down while a narrower slice explains the current one. A slice
+whose own drop is within noise never leads or explains. The rest of a parent (its
+events outside the child) is exact from the slice table's counts and means:
+`n_rest * mean_rest = n_P * mean_P - n_C * mean_C`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import pandas as pd
 
 from seer_metrics.rules import wording
 from seer_metrics.rules.explanation import EXPLAINING_SHARE, Explanation
-from seer_metrics.rules.lead_order import Lead, yielding_leads
+from seer_metrics.rules.lead_order import Lead, outside_reader, yielding_leads
 from seer_metrics.rules.model import (
     STATISTICS,
     VOLUME_STATISTIC,
@@ -338,14 +338,12 @@ def alert_order(
     """The failing outcomes of a day, the slice that explains the most first.
 
     For each drop rule, each failing drop is either explained by a narrower failing slice
-    (followed down to the narrowest one: `explained_by`) or leads. Order: the leads (a
-    lead another rule's lead on the same statistic tells the story before, `lead_order`,
-    after it; those that explain a wider slice's change first, the widest such change
-    first, then ERROR before WARN, the largest impact on the whole traffic first), then
-    the other failures (changes before levels, ERROR before WARN, narrower and
-    high-priority slices first, larger drops first), then the explained slices.
-    `slice_rows` are the day's rows of the slice table (today's counts and means).
-    """
+    (followed down to the narrowest one: `explained_by`) or leads. Order: the leads (one
+    whose drop a crossing lead on its statistic tells, `lead_order`, after it; those
+    explaining a wider slice's change first, the widest first, ERROR before WARN, the
+    largest impact first), the other failures (changes before levels, ERROR before WARN,
+    narrower, high-priority, larger drops first), then the explained slices. `slice_rows`
+    are the day's slice table rows (today's counts and means)."""
     rows = _rows_by_slice(slice_rows)
     by_rule: dict[str, list[CheckOutcome]] = {}
     for outcome in outcomes:
@@ -354,7 +352,12 @@ def alert_order(
     items = [item for group in by_rule.values() for item in _rule_items(group, rows)]
     items.extend(AlertItem(o) for o in outcomes if o.failed and o.kind != "drop")
     parts = _parts_of_spread_leads(items, rows)
-    yielding = yielding_leads([Lead(i.outcome, i.impact) for i in items if i.leads])
+    leads = [Lead(i.outcome, i.impact) for i in items if i.leads]
+
+    def rest_delta(part: CheckOutcome, whole: CheckOutcome) -> float | None:
+        return rest_of_parent(part, whole, rows).delta
+
+    yielding = yielding_leads(leads, outside_reader(outcomes, rest_delta))
 
     def order(item: AlertItem) -> tuple[Any, ...]:
         o = item.outcome
@@ -363,13 +366,13 @@ def alert_order(
             item.explained_by is not None,
             # a lead that is only a part of a wider lead's spread change after it
             (o.rule, o.slice) in parts,
-            # a lead another rule's lead on the statistic tells the story before
-            (o.rule, o.slice) in yielding,
             # a lead that explains a wider slice's change (the end of its story) before
             # one that explains nothing wider (a slice whose drop stays its own), and the
             # one that explains the widest change first (all's before env=prod's)
             item.explanation is None,
             key_count(item.explanation.parent) if item.explanation else 0,
+            # then one whose drop a crossing lead on the statistic tells after it
+            (o.rule, o.slice) in yielding,
             o.kind != "drop",
             _SEVERITY_ORDER.get(o.severity, 2),
             -(item.impact or 0.0),

@@ -410,6 +410,43 @@ def drift(label: str, events: int, delta: float, **changes) -> CheckOutcome:
     return drop(label, events, delta, rule="recall_drift", severity="WARN", **changes)
 
 
+@pytest.mark.parametrize(
+    ("with_intersection", "first"),
+    [(True, "tenant=acme"), (False, "feature_flag=retrieval-v2")],
+    ids=["the crossing read", "no intersection: the larger impact"],
+)
+def test_of_two_crossing_leads_the_one_the_other_falls_inside_comes_first(
+    with_intersection: bool, first: str
+) -> None:
+    """Ideal judge, a drift over all of tenant=acme (seed 102): retrieval-v2 led (the
+    larger impact), though 64% of its drop was its acme part's, with 42% of its events;
+    outside acme it fell 0.05, acme outside v2 0.12. Without their intersection's
+    figures the larger impact still comes first."""
+    failing = dict(status="fail")
+    outcomes = [
+        drift("feature_flag=retrieval-v2", 190, 0.08, **failing),
+        drift("tenant=acme", 120, 0.12),
+    ]
+    if with_intersection:
+        outcomes.append(drift("feature_flag=retrieval-v2,tenant=acme", 80, 0.12))
+    assert lead_slices(alert_order(outcomes))[0] == first
+
+
+def test_a_lead_explaining_a_wider_change_stays_before_a_crossing_one() -> None:
+    """Lexical judge, half of env=prod losing its top hit (seed 103): acme's ~25 staging
+    events fell 0.27 by chance, so acme fell more outside env=prod than env=prod outside
+    acme; env=prod's drift explains all's and still comes first."""
+    prod_acme = "env=prod,tenant=acme"
+    outcomes = [
+        drift("all", 300, 0.08, status="fail"),
+        drift("env=prod", 200, 0.11),  # explains all's drift
+        drift(prod_acme, 75, 0.11),
+        drop("tenant=acme", 100, 0.15),
+        drop(prod_acme, 75, 0.11),
+    ]
+    assert lead_slices(alert_order(outcomes))[:2] == ["env=prod", "tenant=acme"]
+
+
 def test_two_rules_on_recall_overlapping_the_larger_impact_leads() -> None:
     """Ideal judge, seed 108, a drift's first page: a drop of `retrieval-v2 × initech`
     (45 events, mostly prod × v2's own) led, ERROR, before the drift of prod × v2 that
