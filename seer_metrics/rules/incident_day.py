@@ -212,8 +212,9 @@ SAME_TROUBLE_DAYS = 7
 
 @dataclass(frozen=True)
 class _TroubleChange:
-    """Another rule's change on a slice today that may hold others: failing (a hold), or
-    in its open incident and not back (a pause)."""
+    """A change on a slice today that may hold others: failing (a hold), in its open
+    incident and not back (a pause), or with its readings together still low (a pause of
+    the slices inside it; only these carry their `reading`)."""
 
     rule: str
     slice: SliceIdentity

@@ -86,9 +86,9 @@ def outside_reader(
 
 
 def yielding_leads(leads: Sequence[Lead], outside: Outside | None = None) -> set[tuple[str, str]]:
-    """The (rule, slice) of the leads another rule's lead on the same statistic tells
-    the story before (see the module's docstring); `outside` reads how much a lead fell
-    outside another's slice."""
+    """The (rule, slice) of the leads a crossing lead on the same statistic (of any
+    rule) tells the story before (see the module's docstring); `outside` reads how much
+    a lead fell outside another's slice."""
     return {
         (lead.outcome.rule, lead.outcome.slice)
         for lead in leads
