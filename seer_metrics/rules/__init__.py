@@ -22,7 +22,6 @@ from seer_metrics.rules.attribution import (
     best_explanation,
     lead_slices,
     parent_slices,
-    rest_of_parent,
 )
 from seer_metrics.rules.config import (
     DEFAULT_RULES_RESOURCE,
@@ -67,6 +66,7 @@ from seer_metrics.rules.model import (
     Status,
     as_date,
 )
+from seer_metrics.rules.rest_figures import rest_of_parent
 from seer_metrics.rules.scope import in_scope, slice_components, slice_matches
 from seer_metrics.rules.statistics import (
     PooledSample,

@@ -19,8 +19,7 @@ averages out (`Explanation.concentrated`). Among children whose shares tie (with
 `SHARE_TIE`), the one with fewer keys is preferred, then the more surprising; the
 explanation is followed down while a narrower slice explains the current one. A slice
 whose own drop is within noise never leads or explains. The rest of a parent (its
-events outside the child) is exact from the slice table's counts and means:
-`n_rest * mean_rest = n_P * mean_P - n_C * mean_C`.
+events outside the child) is exact from the slice table (`rest_figures`).
 """
 
 from __future__ import annotations
@@ -35,13 +34,8 @@ import pandas as pd
 from seer_metrics.rules import wording
 from seer_metrics.rules.explanation import EXPLAINING_SHARE, Explanation
 from seer_metrics.rules.lead_order import Lead, outside_reader, yielding_leads
-from seer_metrics.rules.model import (
-    STATISTICS,
-    VOLUME_STATISTIC,
-    CheckOutcome,
-    RestOfParent,
-    moved_bad_way,
-)
+from seer_metrics.rules.model import CheckOutcome, moved_bad_way
+from seer_metrics.rules.rest_figures import rest_of_parent, today_figures
 from seer_metrics.slices.groups import ALL_SLICE
 from seer_metrics.slices.identity import SliceIdentity
 
@@ -80,82 +74,6 @@ def surprise(outcome: CheckOutcome) -> float | None:
     return outcome.delta / outcome.noise
 
 
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
-def _today_figures(
-    outcome: CheckOutcome, rows: Mapping[str, Mapping[str, Any]]
-) -> tuple[int, float | None]:
-    """(events with a defined value, mean) of the outcome's slice today."""
-    row = rows.get(outcome.slice)
-    if row is not None:
-        # A volume loss has no mean to share out (the count is the statistic): no events.
-        count_column = STATISTICS.get(outcome.statistic, ("",))[0]
-        volume = outcome.statistic == VOLUME_STATISTIC
-        count = None if volume else _number(row.get(count_column))
-        return (int(count) if count is not None else 0), _number(row.get(outcome.statistic))
-    return outcome.sample_size, outcome.observed
-
-
-def _remove(total: float, count: int, part: float, part_count: int) -> tuple[int, float | None]:
-    rest = count - part_count
-    if rest <= 0:
-        return 0, None
-    return rest, (total * count - part * part_count) / rest
-
-
-def _rest_mean(
-    parent: float | None, parent_count: int | None, child: float | None, child_count: int | None
-) -> float | None:
-    """The mean of the parent's events outside the child, when both have figures."""
-    if parent is None or child is None or not parent_count or not child_count:
-        return None
-    return _remove(parent, parent_count, child, child_count)[1]
-
-
-def rest_of_parent(
-    child: CheckOutcome,
-    parent: CheckOutcome,
-    slice_rows: Mapping[str, Mapping[str, Any]] | None = None,
-) -> RestOfParent:
-    """The parent's events outside `child` for the same drop rule, today and in baseline.
-
-    Today's counts and means come from the day's slice rows when given (else from the
-    outcomes); the baselines from the two outcomes (mean and event count of each).
-    """
-    rows = slice_rows or {}
-    child_count, child_mean = _today_figures(child, rows)
-    parent_count, parent_mean = _today_figures(parent, rows)
-    events, observed = 0, None
-    if child_mean is not None and parent_mean is not None:
-        events, observed = _remove(parent_mean, parent_count, child_mean, child_count)
-    baseline = _rest_mean(
-        parent.baseline, parent.baseline_sample_size, child.baseline, child.baseline_sample_size
-    )
-    recent = _rest_mean(
-        parent.recent_observed,
-        parent.recent_sample_size,
-        child.recent_observed,
-        child.recent_sample_size,
-    )
-    return RestOfParent(
-        parent=parent.slice,
-        statistic=child.statistic,
-        events=max(events, 0),
-        observed=observed,
-        baseline=baseline,
-        threshold=child.threshold,
-        worse_when=child.worse_when,
-        recent_observed=recent,
-        recent_days=child.recent_days if recent is not None else 0,
-    )
-
-
 def explanation(
     child: CheckOutcome,
     parent: CheckOutcome,
@@ -164,8 +82,8 @@ def explanation(
     """The share of `parent`'s drop that `child` accounts for; None when either has no
     drop to share (no figures, or the parent did not fall)."""
     rows = slice_rows or {}
-    child_events, _ = _today_figures(child, rows)
-    parent_events, _ = _today_figures(parent, rows)
+    child_events, _ = today_figures(child, rows)
+    parent_events, _ = today_figures(parent, rows)
     if child.delta is None or parent.delta is None or parent.delta <= 0 or parent_events <= 0:
         return None
     return Explanation(
@@ -209,14 +127,14 @@ def narrower_parts(
     Only slices with fewer events than the parent (one with the same events is the same
     story told with more keys) and, with `failing_only`, failing drops beyond noise.
     """
-    parent_events, _ = _today_figures(parent, rows)
+    parent_events, _ = today_figures(parent, rows)
     parts = []
     for child in outcomes:
         if child.rule != parent.rule or not is_narrower(child.slice, parent.slice):
             continue
         if failing_only and not (child.failed and beyond_noise(child)):
             continue
-        if _today_figures(child, rows)[0] >= parent_events:
+        if today_figures(child, rows)[0] >= parent_events:
             continue
         found = explanation(child, parent, rows)
         if found is not None and found.share > 0:
@@ -292,12 +210,12 @@ def _rule_items(
     explained: dict[str, list[Explanation]] = {}
     for found in best.values():
         explained.setdefault(found.child, []).append(found)
-    all_events = max((_today_figures(o, rows)[0] for o in outcomes), default=0)
+    all_events = max((today_figures(o, rows)[0] for o in outcomes), default=0)
     if ALL_SLICE in by_slice:
-        all_events = _today_figures(by_slice[ALL_SLICE], rows)[0] or all_events
+        all_events = today_figures(by_slice[ALL_SLICE], rows)[0] or all_events
     items = []
     for outcome in failing:
-        events, _ = _today_figures(outcome, rows)
+        events, _ = today_figures(outcome, rows)
         impact = events * outcome.delta / all_events if outcome.delta and all_events else None
         if outcome.slice in best:
             end = story_end(outcome.slice)
@@ -353,11 +271,7 @@ def alert_order(
     items.extend(AlertItem(o) for o in outcomes if o.failed and o.kind != "drop")
     parts = _parts_of_spread_leads(items, rows)
     leads = [Lead(i.outcome, i.impact) for i in items if i.leads]
-
-    def rest_delta(part: CheckOutcome, whole: CheckOutcome) -> float | None:
-        return rest_of_parent(part, whole, rows).delta
-
-    yielding = yielding_leads(leads, outside_reader(outcomes, rest_delta))
+    yielding = yielding_leads(leads, outside_reader(outcomes, rows))
 
     def order(item: AlertItem) -> tuple[Any, ...]:
         o = item.outcome

@@ -25,11 +25,13 @@ drift's acme, or the drift's lead the pair and the drop's acme.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from seer_metrics.rules.model import CheckOutcome
 from seer_metrics.rules.readings import TOLERANCE
+from seer_metrics.rules.rest_figures import rest_of_parent
 from seer_metrics.slices.identity import SliceIdentity
 
 # How much one lead's slice fell (per event) outside another's: None without figures.
@@ -70,17 +72,17 @@ def _yields_to(lead: Lead, other: Lead, outside: Outside | None = None) -> bool:
 
 
 def outside_reader(
-    outcomes: Sequence[CheckOutcome],
-    rest_delta: Callable[[CheckOutcome, CheckOutcome], float | None],
+    outcomes: Sequence[CheckOutcome], rows: Mapping[str, Mapping[str, Any]]
 ) -> Outside:
     """How much a lead fell outside another's slice, on its own rule: the rest of it
-    outside their intersection (`rest_delta(part, whole)`), where the day has one."""
+    outside their intersection (`rest_of_parent`, from the day's slice `rows`), where
+    the day has one."""
     by_pairs = {(o.rule, frozenset(SliceIdentity.decode(o.slice).pairs)): o for o in outcomes}
 
     def outside(lead: CheckOutcome, other: CheckOutcome) -> float | None:
         meet = SliceIdentity.decode(lead.slice).pairs + SliceIdentity.decode(other.slice).pairs
         part = by_pairs.get((lead.rule, frozenset(meet)))
-        return None if part is None else rest_delta(part, lead)
+        return None if part is None else rest_of_parent(part, lead, rows).delta
 
     return outside
 

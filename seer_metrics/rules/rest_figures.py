@@ -1,0 +1,91 @@
+"""A slice's figures today, and a parent's events outside one of its slices.
+
+The rest of a parent (its events outside the child) is exact from the slice table's
+counts and means: `n_rest * mean_rest = n_P * mean_P - n_C * mean_C`. Read by
+`attribution` (what a child explains of its parent) and `lead_order` (how much a lead
+fell outside a crossing one).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from seer_metrics.rules.model import STATISTICS, VOLUME_STATISTIC, CheckOutcome, RestOfParent
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def today_figures(
+    outcome: CheckOutcome, rows: Mapping[str, Mapping[str, Any]]
+) -> tuple[int, float | None]:
+    """(events with a defined value, mean) of the outcome's slice today."""
+    row = rows.get(outcome.slice)
+    if row is not None:
+        # A volume loss has no mean to share out (the count is the statistic): no events.
+        count_column = STATISTICS.get(outcome.statistic, ("",))[0]
+        volume = outcome.statistic == VOLUME_STATISTIC
+        count = None if volume else _number(row.get(count_column))
+        return (int(count) if count is not None else 0), _number(row.get(outcome.statistic))
+    return outcome.sample_size, outcome.observed
+
+
+def _remove(total: float, count: int, part: float, part_count: int) -> tuple[int, float | None]:
+    rest = count - part_count
+    if rest <= 0:
+        return 0, None
+    return rest, (total * count - part * part_count) / rest
+
+
+def _rest_mean(
+    parent: float | None, parent_count: int | None, child: float | None, child_count: int | None
+) -> float | None:
+    """The mean of the parent's events outside the child, when both have figures."""
+    if parent is None or child is None or not parent_count or not child_count:
+        return None
+    return _remove(parent, parent_count, child, child_count)[1]
+
+
+def rest_of_parent(
+    child: CheckOutcome,
+    parent: CheckOutcome,
+    slice_rows: Mapping[str, Mapping[str, Any]] | None = None,
+) -> RestOfParent:
+    """The parent's events outside `child` for the same drop rule, today and in baseline.
+
+    Today's counts and means come from the day's slice rows when given (else from the
+    outcomes); the baselines from the two outcomes (mean and event count of each).
+    """
+    rows = slice_rows or {}
+    child_count, child_mean = today_figures(child, rows)
+    parent_count, parent_mean = today_figures(parent, rows)
+    events, observed = 0, None
+    if child_mean is not None and parent_mean is not None:
+        events, observed = _remove(parent_mean, parent_count, child_mean, child_count)
+    baseline = _rest_mean(
+        parent.baseline, parent.baseline_sample_size, child.baseline, child.baseline_sample_size
+    )
+    recent = _rest_mean(
+        parent.recent_observed,
+        parent.recent_sample_size,
+        child.recent_observed,
+        child.recent_sample_size,
+    )
+    return RestOfParent(
+        parent=parent.slice,
+        statistic=child.statistic,
+        events=max(events, 0),
+        observed=observed,
+        baseline=baseline,
+        threshold=child.threshold,
+        worse_when=child.worse_when,
+        recent_observed=recent,
+        recent_days=child.recent_days if recent is not None else 0,
+    )
