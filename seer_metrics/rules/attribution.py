@@ -97,6 +97,9 @@ def explanation(
         parent_drop=parent.delta,
         rest=rest_of_parent(child, parent, rows),
         child_recent_drop=moved_bad_way(child.recent_observed, child.baseline, child.worse_when),
+        child_events=child_events,
+        child_noise=max(child.noise or 0.0, 0.0),
+        child_recent_events=child.recent_sample_size or 0,
     )
 
 

@@ -302,6 +302,7 @@ class RestOfParent:
     # over a drift rule's recent days (the outcomes' `recent_*`), when both have them
     recent_observed: float | None = None
     recent_days: int = 0
+    recent_events: int = 0
 
     @property
     def delta(self) -> float | None:

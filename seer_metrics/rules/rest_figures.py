@@ -88,4 +88,9 @@ def rest_of_parent(
         worse_when=child.worse_when,
         recent_observed=recent,
         recent_days=child.recent_days if recent is not None else 0,
+        recent_events=(
+            (parent.recent_sample_size or 0) - (child.recent_sample_size or 0)
+            if recent is not None
+            else 0
+        ),
     )

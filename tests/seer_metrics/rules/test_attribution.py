@@ -402,8 +402,32 @@ def test_a_drift_is_concentrated_by_the_rest_over_its_recent_days(
     if rest_recent is not None:
         assert found[0].rest.recent_delta == pytest.approx(rest_recent)
         assert found[0].rest.recent_days == 8
+        assert found[0].rest.recent_events == 400  # the rest's events over those days
         moved = change_text("mean_recall", -rest_recent)
         assert f"; over the last 8 days {moved}" in rest_phrase(found[0].rest)
+
+
+@pytest.mark.parametrize(
+    ("rest_drop", "child_noise", "explains"),
+    [
+        (0.05, 0.06, False),  # 43 events of acme outside the pair: half as low by chance
+        (0.05, 0.02, True),  # the same gap, clear of a quieter child's noise
+        (0.0, 0.06, True),  # the rest flat: a gap of 0.12, beyond its noise (0.10)
+    ],
+    ids=["half as low", "quiet", "flat"],
+)
+def test_a_gap_within_noise_does_not_make_a_change_concentrated(
+    rest_drop: float, child_noise: float, explains: bool
+) -> None:
+    """Ideal judge, seed 103: on the first page of a drift over all of tenant=acme,
+    retrieval-v2 x acme (86 events, 0.12 down) led; the rest of acme (43 events) read
+    0.06 down, half as much, by chance."""
+    child = drift("feature_flag=retrieval-v2,tenant=acme", 86, 0.12, noise=child_noise)
+    parent = drift("tenant=acme", 129, (86 * 0.12 + 43 * rest_drop) / 129)
+    found = narrower_parts(parent, [parent, child], {})
+    assert len(found) == 1 and found[0].share >= EXPLAINS
+    assert found[0].rest.delta == pytest.approx(rest_drop)
+    assert found[0].explains is explains
 
 
 def drift(label: str, events: int, delta: float, **changes) -> CheckOutcome:
