@@ -11,8 +11,9 @@ parent's change it accounts for,
 
 and by its *surprise*, how far beyond noise its own drop is (`drop / noise`). C explains
 P when its share is at least `EXPLAINING_SHARE` and the change is concentrated in it
-(the rest of P moved at most `CONCENTRATION` times as much as C): a change spread evenly
-over P gives each child the share of P's events it has, and then P itself leads. For a
+(the rest of P moved at most `CONCENTRATION` times as much as C, and less than C beyond
+the noise of the gap): a change spread evenly over P gives each child the share of P's
+events it has, and then P itself leads, as it does when the day cannot tell the two. For a
 drift rule (its baseline skips the latest days) the concentration of a change under way
 for days is read over those days and today, where a small rest's chance move of one day
 averages out (`Explanation.concentrated`). Among children whose shares tie (within
