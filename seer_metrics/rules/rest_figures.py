@@ -44,13 +44,14 @@ def _remove(total: float, count: int, part: float, part_count: int) -> tuple[int
     return rest, (total * count - part * part_count) / rest
 
 
-def _rest_mean(
+def _rest(
     parent: float | None, parent_count: int | None, child: float | None, child_count: int | None
-) -> float | None:
-    """The mean of the parent's events outside the child, when both have figures."""
+) -> tuple[int, float | None]:
+    """(events, mean) of the parent's events outside the child; (0, None) unless both have
+    figures."""
     if parent is None or child is None or not parent_count or not child_count:
-        return None
-    return _remove(parent, parent_count, child, child_count)[1]
+        return 0, None
+    return _remove(parent, parent_count, child, child_count)
 
 
 def rest_of_parent(
@@ -69,10 +70,10 @@ def rest_of_parent(
     events, observed = 0, None
     if child_mean is not None and parent_mean is not None:
         events, observed = _remove(parent_mean, parent_count, child_mean, child_count)
-    baseline = _rest_mean(
+    _, baseline = _rest(
         parent.baseline, parent.baseline_sample_size, child.baseline, child.baseline_sample_size
     )
-    recent = _rest_mean(
+    recent_events, recent = _rest(
         parent.recent_observed,
         parent.recent_sample_size,
         child.recent_observed,
@@ -88,9 +89,5 @@ def rest_of_parent(
         worse_when=child.worse_when,
         recent_observed=recent,
         recent_days=child.recent_days if recent is not None else 0,
-        recent_events=(
-            (parent.recent_sample_size or 0) - (child.recent_sample_size or 0)
-            if recent is not None
-            else 0
-        ),
+        recent_events=recent_events if recent is not None else 0,
     )
