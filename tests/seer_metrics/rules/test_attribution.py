@@ -490,3 +490,25 @@ def test_two_rules_on_recall_overlapping_the_larger_impact_leads() -> None:
     # another statistic's lead keeps its place: f1 is not told by the recall drift
     f1 = [o.replace(rule="f1_drop", statistic="mean_f1") for o in outcomes[:4]]
     assert lead_slices(alert_order(f1 + outcomes[4:]))[0] == v2_initech
+
+
+@pytest.mark.parametrize(
+    ("pair_drift_noise", "first"),
+    [(0.066, "tenant=acme"), (0.03, "env=prod,tenant=acme")],
+    ids=["the gap within noise: acme", "concentrated in the pair: the pair"],
+)
+def test_a_lead_inside_a_wider_one_that_does_not_explain_it_comes_after_it(
+    pair_drift_noise: float, first: str
+) -> None:
+    """Lexical judge, the first page of a drift over all of tenant=acme (seed 103): the
+    drop of env=prod × acme (ERROR, 75 events) led while acme's own drop was within
+    noise, and the drift rule found the pair no more down than the rest of acme beyond
+    the noise of the gap. Where the drift rule finds it concentrated, the pair leads."""
+    prod_acme = "env=prod,tenant=acme"
+    outcomes = [
+        drop("tenant=acme", 100, 0.113, noise=0.072, status="inconclusive"),
+        drop(prod_acme, 75, 0.139, noise=0.066),
+        drift("tenant=acme", 100, 0.13, noise=0.056),
+        drift(prod_acme, 75, 0.155, noise=pair_drift_noise),
+    ]
+    assert lead_slices(alert_order(outcomes))[0] == first
