@@ -63,6 +63,7 @@ import pandas as pd
 from kind_report import check, report_kinds
 from trouble_kinds import (
     KINDS,
+    OTHER_JUDGE,
     SCENARIOS,
     BaseStream,
     ScenarioResult,
@@ -334,6 +335,9 @@ def run_stream(
         bases["default"] = replay_clean(config, seed, args.days, keys, args.judge)
     if "clean_mix" in kinds or any(s.base == "mix" for s in scenarios):
         bases["mix"] = replay_mix(config, seed, args.days, keys, args.judge)
+    if "judge_change" in kinds:
+        # what the judge change's days page judged by the new judge all along
+        bases["new_judge"] = replay_clean(config, seed, args.days, keys, OTHER_JUDGE[args.judge])
     releases = []
     if "release" in kinds:
         # Each release starts on a different day, spread over the stream after the warm-up.
@@ -358,6 +362,7 @@ def run_stream(
                 starts, stream_index * 7 + SCENARIOS.index(scenario) * 5, args.days, scenario
             ),
             trace=bool(args.trace) and args.trace in scenario.place,
+            new_judge=bases.get("new_judge") if scenario.kind == "judge_change" else None,
         )
         for scenario in scenarios
     ]

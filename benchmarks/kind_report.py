@@ -51,6 +51,9 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
                 notes.append(f"every incident closed within a week {sum(week)}/{len(week)}")
             if any(r.change_pages for r in runs):
                 notes.append(f"change pages: {', '.join(str(r.change_pages) for r in runs)}")
+            if any(r.own_judge_pages for r in runs):
+                counts = ", ".join(str(r.own_judge_pages) for r in runs)
+                notes.append(f"change pages the new judge's own stream makes that day: {counts}")
             if any(r.later_change_pages for r in runs):
                 counts = ", ".join(str(r.later_change_pages) for r in runs)
                 notes.append(f"change pages once the window holds the new judge only: {counts}")
