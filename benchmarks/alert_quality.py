@@ -31,7 +31,8 @@ opened that day.
     drift, a release then its fix, a judge change, a volume loss and a vanishing slice.
     Targets per kind: caught on its first day, led by its own slice, no "Recovered"
     while it lasts, a "Recovered" after a fix, the volume loss said on its day, a judge
-    change never paged as a change.
+    change never paged as a change (a page on a day the stream judged by the new judge
+    all along pages a change too is that day's, not the change's).
 (d) Clean mix: 20 tenants, weekday/weekend volumes and a new tenant from mid-stream on;
     the target of (a).
 

@@ -16,11 +16,14 @@ mean the more (its `impact`) comes first. On a drift's first page (ideal judge, 
 events) came, as an ERROR explaining initech's drop, before the drift of prod × v2
 (impact 0.07).
 
-Two nested leads keep `alert_order`'s order (the one explaining the wider change first):
-there the rules disagree on whether the change is concentrated in the narrower slice,
-and neither rule is the better judge of it. With tenant=acme losing its top hit (lexical
-judge) either way round happened: the drop rule's lead a pair inside acme and the
-drift's acme, or the drift's lead the pair and the drop's acme.
+Of two nested leads, the narrower one that explains nothing wider comes after the
+wider one when the wider one's rule reads it as not explaining its change
+(`attribution`: neither rule says the change is concentrated in it). Where the rules
+disagree, one finding the narrower slice explaining a wider change, `alert_order`'s
+order stands (the one explaining the wider change first): neither rule is the better
+judge of it. With tenant=acme losing its top hit (lexical judge) either way round
+happened: the drop rule's lead a pair inside acme and the drift's acme, or the drift's
+lead the pair and the drop's acme.
 """
 
 from __future__ import annotations
