@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from seer_metrics.rules import RulesConfig, alert_order
+from seer_metrics.rules import CheckOutcome, RulesConfig, alert_order
 from seer_metrics.rules.incidents import Incident
 from seer_metrics.slices import slice_metrics
 from seer_metrics.slices.identity import SliceIdentity
@@ -444,9 +443,9 @@ def window_days(config: RulesConfig, rule_name: str) -> int:
 
 def judge_change_pages(
     config: RulesConfig,
-    pages: Sequence[tuple[date, Any]],
+    pages: Sequence[tuple[date, CheckOutcome]],
     new_judge: BaseStream | None,
-) -> list[Any]:
+) -> list[CheckOutcome]:
     """The change pages (day, page) after a judge change that the change made: all of
     them but those on a day when the same traffic, judged by the new judge all along,
     pages a change on an overlapping slice too. That day's readings page either way (7

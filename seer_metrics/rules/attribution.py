@@ -290,8 +290,8 @@ def alert_order(
             # one that explains the widest change first (all's before env=prod's)
             item.explanation is None,
             key_count(item.explanation.parent) if item.explanation else 0,
-            # then one whose drop a crossing lead on the statistic tells, or a wider lead
-            # on it finds spread over its own slice, after it
+            # then one whose drop a crossing lead on the statistic tells, or whose wider
+            # lead's rule finds it not explaining that lead's change, after it
             (o.rule, o.slice) in yielding,
             o.kind != "drop",
             _SEVERITY_ORDER.get(o.severity, 2),
