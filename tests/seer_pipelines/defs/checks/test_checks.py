@@ -295,6 +295,12 @@ def test_demo_stream_is_quiet_on_clean_days_and_catches_the_release_on_its_first
     summary = first_bad["blocks"][1]["text"]["text"]
     assert f"*{pair}*" in summary, summary
     assert "fell by" in json.dumps(first_bad["blocks"])
-    for reply in (m for m in fake.messages if m.get("thread_ts")):
+    replies = [m for m in fake.messages if m.get("thread_ts")]
+    for reply in replies:
         assert reply["thread_ts"] in {m["ts"] for m in posted}
         assert "Recovered" in reply["blocks"][0]["text"]["text"]
+    # no "Recovered" while the release is live (on its second day it had said "Recovered"
+    # for f1_drop on the pair and recall_drop on all)
+    texts = [reply["blocks"][0]["text"]["text"] for reply in replies]
+    live = [text for text in texts for day in regressed if f"*Recovered* on {day}" in text]
+    assert live == []
