@@ -273,10 +273,9 @@ def alert_order(
             by_rule.setdefault(outcome.rule, []).append(outcome)
     items = [item for group in by_rule.values() for item in _rule_items(group, rows)]
     items.extend(AlertItem(o) for o in outcomes if o.failed and o.kind != "drop")
-    parts = _parts_of_spread_leads(items, rows)
+    parts, inside = _nested_leads(items, outcomes, rows)
     leads = [Lead(i.outcome, i.impact) for i in items if i.leads]
-    yielding = yielding_leads(leads, outside_reader(outcomes, rows))
-    yielding |= _inside_spread_leads(items, outcomes, rows)
+    yielding = yielding_leads(leads, outside_reader(outcomes, rows)) | inside
 
     def order(item: AlertItem) -> tuple[Any, ...]:
         o = item.outcome
@@ -306,53 +305,45 @@ def alert_order(
     return sorted(items, key=order)
 
 
-def _parts_of_spread_leads(
-    items: Sequence[AlertItem], rows: Mapping[str, Mapping[str, Any]]
-) -> set[tuple[str, str]]:
-    """The leads inside a wider lead of the same rule that carry less than an explaining
-    share of its change: the wider lead's change is spread over its parts, and this one
-    is one of them. Lexical judge, three quarters of acme losing its top hit:
-    `feature_flag=retrieval-v1 × tenant=acme` explained v1's drop and led, while acme's
-    own drop (no narrower slice explaining it) is the story."""
-    leads = [item.outcome for item in items if item.leads]
-    parts = set()
-    for child in leads:
-        for wider in leads:
-            if wider.rule != child.rule or not is_narrower(child.slice, wider.slice):
-                continue
-            found = explanation(child, wider, rows)
-            if found is not None and found.share < EXPLAINING_SHARE:
-                parts.add((child.rule, child.slice))
-                break
-    return parts
-
-
-def _inside_spread_leads(
+def _nested_leads(
     items: Sequence[AlertItem],
     outcomes: Sequence[CheckOutcome],
     rows: Mapping[str, Mapping[str, Any]],
-) -> set[tuple[str, str]]:
-    """The leads inside a wider lead on the same statistic (of another rule, or of the
-    same one with too little concentration to explain it) whose rule reads the narrower
-    slice as not explaining the wider one's change. Neither rule then says the change is
-    concentrated in the narrower slice, and the wider one, the fewer keys, tells it. The
-    first page of a drift over all of tenant=acme (lexical judge, seed 103): the drop of
-    env=prod × acme (ERROR, 75 events, 0.14 down) led before acme's drift, while acme's
-    drop was within noise and the drift rule found prod × acme no more down than the rest
-    of acme beyond the noise of the gap."""
+) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """The (rule, slice) of the leads inside a wider lead on the same statistic, as the
+    wider lead's rule reads the narrower slice: (parts, inside).
+
+    `parts`: of the same rule, carrying less than an explaining share of the wider lead's
+    change, which is spread over its parts, this one among them. Lexical judge, three
+    quarters of acme losing its top hit: `feature_flag=retrieval-v1 × tenant=acme`
+    explained v1's drop and led, while acme's own drop (no narrower slice explaining it)
+    is the story.
+
+    `inside`: of any rule, not explaining the wider lead's change (too small a share, too
+    little concentration, or within its noise). Where the narrower lead explains nothing
+    wider, neither rule then says the change is concentrated in it, and the wider one,
+    the fewer keys, tells it. The first page of a drift over all of tenant=acme (lexical
+    judge, seed 103): the drop of env=prod × acme (ERROR, 75 events, 0.14 down) led
+    before acme's drift, while acme's drop was within noise and the drift rule found
+    prod × acme no more down than the rest of acme beyond the noise of the gap."""
     leads = [item.outcome for item in items if item.leads]
     by_rule = {(o.rule, o.slice): o for o in outcomes}
-    inside = set()
+    parts: set[tuple[str, str]] = set()
+    inside: set[tuple[str, str]] = set()
     for child in leads:
         for wider in leads:
             if wider.statistic != child.statistic or not is_narrower(child.slice, wider.slice):
                 continue
             seen = by_rule.get((wider.rule, child.slice))
             found = None if seen is None else explanation(seen, wider, rows)
-            if found is not None and not (found.explains and beyond_noise(seen)):
-                inside.add((child.rule, child.slice))
-                break
-    return inside
+            if seen is None or found is None:
+                continue
+            key = (child.rule, child.slice)
+            if wider.rule == child.rule and found.share < EXPLAINING_SHARE:
+                parts.add(key)
+            if not (found.explains and beyond_noise(seen)):
+                inside.add(key)
+    return parts, inside
 
 
 def lead_slices(items: Iterable[AlertItem]) -> list[str]:
