@@ -5,25 +5,37 @@ clean seeded stream from a day after the warm-up, regenerates only the days it r
 (the trouble's days and some after: a stream with trouble equals the clean one outside
 the trouble's slice and days) and replays them through the rules, starting from the
 incidents the clean stream had open. What each target means (`TARGETS`) is what a
-person on call would need from the alerts.
+person on call would need from the alerts; what the targets read off a replay is in
+`kind_targets`, the day-by-day trace in `kind_trace`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 
 import numpy as np
 import pandas as pd
+from kind_targets import (
+    WEEK,
+    is_volume,
+    judge_change_pages,
+    lead_slice,
+    overlaps,
+    recovered_after_fix,
+    slice_events,
+    slice_recall,
+    window_days,
+)
+from kind_trace import trace_days
 
-from seer_metrics.rules import CheckOutcome, RulesConfig, alert_order
+from seer_metrics.rules import RulesConfig
 from seer_metrics.rules.incidents import Incident
 from seer_metrics.slices import slice_metrics
-from seer_metrics.slices.identity import SliceIdentity
 from seer_pipelines.demo.judges import with_judge_column
 from seer_pipelines.demo.realistic import generate_stream, ideal_scores
-from seer_pipelines.demo.replay import ReplayedDay, replay_rules
+from seer_pipelines.demo.replay import replay_rules
 from seer_pipelines.demo.trouble import (
     ContextBloat,
     EmptyContexts,
@@ -37,10 +49,7 @@ from seer_pipelines.demo.trouble import (
 
 PROD_V2 = {"env": "prod", "feature_flag": "retrieval-v2"}
 PROD_V1 = {"env": "prod", "feature_flag": "retrieval-v1"}  # ~80 events a day
-WEEK = 7
 DRIFT_RECALL_FALL = 0.15  # a drift must be caught before the slice's recall fell this much
-# words a statistic about volume (event counts) has in its name
-VOLUME_WORDS = ("events", "volume", "count")
 
 TARGETS = {
     "caught": "caught on its first day (drift: before recall fell 0.15 below its first week)",
@@ -222,28 +231,6 @@ def replay_base(
     )
 
 
-def overlaps(label: str, where: Mapping[str, str]) -> bool:
-    """Whether the slice `label` shares events with the trouble's slice `where`: no key of
-    it has another value there (`all` overlaps everything)."""
-    pairs = SliceIdentity.decode(label).pairs
-    return all(where.get(key, value) == value for key, value in pairs)
-
-
-def slice_recall(
-    scores: pd.DataFrame, where: Mapping[str, str], days: Sequence[date]
-) -> list[float]:
-    """The mean recall of the events of the slice `where` on each of `days` (NaN: none),
-    from the event scores, so a slice the table has no row for has its figures too."""
-    inside = scores["metadata"].map(lambda meta: all(meta.get(k) == v for k, v in where.items()))
-    by_day = scores[inside].groupby("partition_date")["recall"].mean()
-    return [float(by_day.get(day, np.nan)) for day in days]
-
-
-def slice_events(scores: pd.DataFrame, where: Mapping[str, str], day: date) -> int:
-    today = scores[scores["partition_date"] == day]
-    return int(today["metadata"].map(lambda m: all(m.get(k) == v for k, v in where.items())).sum())
-
-
 @dataclass
 class ScenarioResult:
     seed: int
@@ -356,7 +343,9 @@ def run_scenario(
         elif target == "judge_not_paged":
             drops = [(i, p) for i, d in enumerate(replayed) for p in d.pages if p.kind == "drop"]
             spanning = [(replayed[i].day, p) for i, p in drops if i < window_days(config, p.rule)]
-            own = judge_change_pages(config, spanning, new_judge)
+            own = judge_change_pages(
+                config, spanning, new_judge.pages if new_judge is not None else None
+            )
             result.results[target] = not own
             result.change_pages = len(own)
             result.own_judge_pages = len(spanning) - len(own)
@@ -364,134 +353,6 @@ def run_scenario(
     if trace:
         result.trace = trace_days(replayed, trouble.where, f"seed {base.seed} {scenario.place}")
     return result
-
-
-def _figures(incident: Incident) -> str:
-    return (
-        f"opened {incident.opened_on} at {incident.opened_observed} vs {incident.opened_baseline}"
-    )
-
-
-def trace_days(replayed: Sequence[ReplayedDay], where: Mapping[str, str], title: str) -> str:
-    """What each replayed day did on the slices overlapping the trouble: the lead (and,
-    on a day that pages, its headline), the pages, the closures, the readings of the
-    incidents open at the end (held: a pass a slice sharing its events held); then those
-    incidents."""
-    lines = [f"trace: {title}"]
-    opened: dict[tuple[str, str], Incident] = {}
-    still = {i.key for i in replayed[-1].open_incidents} if replayed else set()
-    for day in replayed:
-        items = alert_order(day.outcomes, day.rows)
-        lead = f"{items[0].outcome.rule} {items[0].outcome.slice}" if items else "none"
-        lines.append(f"  {day.day}: lead {lead}")
-        if items and day.pages:
-            lines.append(f"    headline: {items[0].headline()}")
-            leads = [
-                f"{i.outcome.rule} {i.outcome.slice}"
-                + (f" (explains {i.explanation.parent})" if i.explanation else "")
-                for i in items
-                if i.leads
-            ]
-            lines.append(f"    leads: {'; '.join(leads)}")
-        for page in day.pages:
-            if overlaps(page.slice, where):
-                lines.append(
-                    f"    page {page.rule} {page.slice}: {page.observed} vs {page.baseline} "
-                    f"(noise {page.noise})"
-                )
-        for incident in day.changes.closed:
-            if overlaps(incident.slice, where):
-                lines.append(
-                    f"    closed {incident.rule} {incident.slice} ({_figures(incident)}, "
-                    f"last {incident.last_observed}, paged {incident.paged})"
-                )
-        if any(verdict.held for verdict in day.changes.verdicts):
-            holding = [
-                f"{v.rule} {v.slice}"
-                for v in day.changes.verdicts
-                if v.kind == "drop" and v.status == "fail"
-            ]
-            lines.append(f"    failing changes (they may hold): {', '.join(holding) or 'none'}")
-        for verdict in day.changes.verdicts:  # the daily readings of what stays open
-            if (verdict.rule, verdict.slice) in still and overlaps(verdict.slice, where):
-                lines.append(
-                    f"    read {verdict.rule} {verdict.slice}: {verdict.status}"
-                    f"{' (held)' if verdict.held else ''} {verdict.observed} vs "
-                    f"{verdict.baseline} (noise {verdict.noise})"
-                )
-        opened.update((i.key, i) for i in day.changes.opened if overlaps(i.slice, where))
-    for key in sorted(set(opened) & still):
-        lines.append(f"  still open: {key[0]} {key[1]} ({_figures(opened[key])})")
-    return "\n".join(lines)
-
-
-def lead_slice(day: ReplayedDay) -> str | None:
-    """The slice of the outcome that leads the day's message (None: nothing failed)."""
-    items = alert_order(day.outcomes, day.rows)
-    return items[0].outcome.slice if items else None
-
-
-def window_days(config: RulesConfig, rule_name: str) -> int:
-    """The days back a change rule's baseline reaches: on the day a judge change is that
-    many days old or more, it compares the new judge with itself only, and a page is one
-    of clean traffic (a same-day baseline always does)."""
-    baseline = config.rule(rule_name).baseline
-    if baseline is None or baseline.slice is not None:
-        return 0
-    return baseline.trailing_days + baseline.skip_recent_days
-
-
-def judge_change_pages(
-    config: RulesConfig,
-    pages: Sequence[tuple[date, CheckOutcome]],
-    new_judge: BaseStream | None,
-) -> list[CheckOutcome]:
-    """The change pages (day, page) after a judge change that the change made: all of
-    them but those on a day when the same traffic, judged by the new judge all along,
-    pages a change on an overlapping slice too. That day's readings page either way (7
-    days into the ideal judge, lexical seed 109: retrieval-v1 × acme 0.18 lower over 37
-    events, paged by the new judge's own clean stream as well); without `new_judge`,
-    every one."""
-    if new_judge is None:
-        return [page for _, page in pages]
-    return [
-        page
-        for day, page in pages
-        if not any(
-            config.rule(rule).kind == "drop"
-            and overlaps(label, dict(SliceIdentity.decode(page.slice).pairs))
-            for rule, label in new_judge.pages.get(day, ())
-        )
-    ]
-
-
-def is_volume(statistic: str) -> bool:
-    return any(word in statistic for word in VOLUME_WORDS)
-
-
-def recovered_after_fix(
-    replayed: Sequence[ReplayedDay],
-    days: int,
-    trouble: Trouble,
-    own_within: int = WEEK,
-    all_within: int = 2 * WEEK,
-) -> bool:
-    """The trouble's own slice's incidents (its "Recovered" reply) closed within
-    `own_within` days of the fix, and every incident opened on an overlapping slice while
-    it lasted within `all_within` (and its own slice opened one). A fix opens ~60
-    incidents on overlapping slices; one of them reads low by chance for a week now and
-    then (tenant=acme 0.06-0.07 below its 28-day level three days running, in the clean
-    stream itself), so "every one within a week" measures that tail more than the rules.
-    The report also says how often every one closed within a week."""
-    opened = {
-        i.key for d in replayed[:days] for i in d.changes.opened if overlaps(i.slice, trouble.where)
-    }
-    own = {key for key in opened if key[1] == trouble.slice_label}
-
-    def closed_within(limit: int) -> set[tuple[str, str]]:
-        return {i.key for d in replayed[days : days + limit] for i in d.changes.closed}
-
-    return bool(own) and own <= closed_within(own_within) and opened <= closed_within(all_within)
 
 
 # Days a scenario's start leaves before the stream's end: the longest trouble (the drift).

@@ -1,0 +1,71 @@
+"""The day-by-day trace of a scenario of the kinds of trouble (`--trace`): what each
+replayed day did on the slices overlapping the trouble."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from kind_targets import overlaps
+
+from seer_metrics.rules import alert_order
+from seer_metrics.rules.incidents import Incident
+from seer_pipelines.demo.replay import ReplayedDay
+
+
+def _figures(incident: Incident) -> str:
+    return (
+        f"opened {incident.opened_on} at {incident.opened_observed} vs {incident.opened_baseline}"
+    )
+
+
+def trace_days(replayed: Sequence[ReplayedDay], where: Mapping[str, str], title: str) -> str:
+    """What each replayed day did on the slices overlapping the trouble: the lead (and,
+    on a day that pages, its headline), the pages, the closures, the readings of the
+    incidents open at the end (held: a pass a slice sharing its events held); then those
+    incidents."""
+    lines = [f"trace: {title}"]
+    opened: dict[tuple[str, str], Incident] = {}
+    still = {i.key for i in replayed[-1].open_incidents} if replayed else set()
+    for day in replayed:
+        items = alert_order(day.outcomes, day.rows)
+        lead = f"{items[0].outcome.rule} {items[0].outcome.slice}" if items else "none"
+        lines.append(f"  {day.day}: lead {lead}")
+        if items and day.pages:
+            lines.append(f"    headline: {items[0].headline()}")
+            leads = [
+                f"{i.outcome.rule} {i.outcome.slice}"
+                + (f" (explains {i.explanation.parent})" if i.explanation else "")
+                for i in items
+                if i.leads
+            ]
+            lines.append(f"    leads: {'; '.join(leads)}")
+        for page in day.pages:
+            if overlaps(page.slice, where):
+                lines.append(
+                    f"    page {page.rule} {page.slice}: {page.observed} vs {page.baseline} "
+                    f"(noise {page.noise})"
+                )
+        for incident in day.changes.closed:
+            if overlaps(incident.slice, where):
+                lines.append(
+                    f"    closed {incident.rule} {incident.slice} ({_figures(incident)}, "
+                    f"last {incident.last_observed}, paged {incident.paged})"
+                )
+        if any(verdict.held for verdict in day.changes.verdicts):
+            holding = [
+                f"{v.rule} {v.slice}"
+                for v in day.changes.verdicts
+                if v.kind == "drop" and v.status == "fail"
+            ]
+            lines.append(f"    failing changes (they may hold): {', '.join(holding) or 'none'}")
+        for verdict in day.changes.verdicts:  # the daily readings of what stays open
+            if (verdict.rule, verdict.slice) in still and overlaps(verdict.slice, where):
+                lines.append(
+                    f"    read {verdict.rule} {verdict.slice}: {verdict.status}"
+                    f"{' (held)' if verdict.held else ''} {verdict.observed} vs "
+                    f"{verdict.baseline} (noise {verdict.noise})"
+                )
+        opened.update((i.key, i) for i in day.changes.opened if overlaps(i.slice, where))
+    for key in sorted(set(opened) & still):
+        lines.append(f"  still open: {key[0]} {key[1]} ({_figures(opened[key])})")
+    return "\n".join(lines)
