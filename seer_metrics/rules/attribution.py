@@ -34,7 +34,7 @@ import pandas as pd
 
 from seer_metrics.rules import wording
 from seer_metrics.rules.explanation import EXPLAINING_SHARE, Explanation
-from seer_metrics.rules.lead_order import Lead, outside_reader, yielding_leads
+from seer_metrics.rules.lead_order import Lead, lift_reader, outside_reader, yielding_leads
 from seer_metrics.rules.model import CheckOutcome, moved_bad_way
 from seer_metrics.rules.rest_figures import rest_of_parent, today_figures
 from seer_metrics.slices.groups import ALL_SLICE
@@ -274,8 +274,12 @@ def alert_order(
     items = [item for group in by_rule.values() for item in _rule_items(group, rows)]
     items.extend(AlertItem(o) for o in outcomes if o.failed and o.kind != "drop")
     parts, inside = _nested_leads(items, outcomes, rows)
-    leads = [Lead(i.outcome, i.impact) for i in items if i.leads]
-    yielding = yielding_leads(leads, outside_reader(outcomes, rows)) | inside
+    leads = [
+        Lead(i.outcome, i.impact, key_count(i.explanation.parent) if i.explanation else None)
+        for i in items
+        if i.leads
+    ]
+    yielding = yielding_leads(leads, outside_reader(outcomes, rows), lift_reader(outcomes)) | inside
 
     def order(item: AlertItem) -> tuple[Any, ...]:
         o = item.outcome

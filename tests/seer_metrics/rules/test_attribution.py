@@ -456,6 +456,62 @@ def test_of_two_crossing_leads_the_one_the_other_falls_inside_comes_first(
     assert lead_slices(alert_order(outcomes))[0] == first
 
 
+def test_without_an_intersection_the_more_surprising_crossing_lead_comes_first() -> None:
+    """Ideal judge, a tenant of 20 on a wrong index (seed 109): the drop rule had t2
+    explaining all's drop, the drift rule env=prod (its other events read a little low
+    against four weeks), and their intersection (~25 events) was under the minimum
+    sample. env=prod led by its larger impact, though its share of all's change was
+    about its share of the events and t2's was eight times its own."""
+    t2_events, prod_t2_events, tenant_drop = 36, 30, 0.8
+    prod_loss = prod_t2_events * tenant_drop + 180 * 0.061
+    outcomes = [
+        drop("all", 300, (t2_events * tenant_drop + 0.0045 * 264) / 300, status="fail"),
+        drop("tenant=t2", t2_events, tenant_drop),  # explains all's drop
+        drift("all", 300, (prod_loss + 90 * 0.069) / 300, status="fail"),
+        drift("env=prod", 210, prod_loss / 210),  # explains all's drift
+        drift("tenant=t2", t2_events, tenant_drop),
+    ]
+    items = alert_order(outcomes)
+    assert [(i.outcome.slice, i.explanation.parent) for i in items[:2] if i.explanation] == [
+        ("tenant=t2", "all"),
+        ("env=prod", "all"),
+    ]
+    assert lead_slices(items)[0] == "tenant=t2"
+
+
+def test_two_crossing_pairs_explaining_nothing_wider_are_ordered_by_impact() -> None:
+    """Ideal judge, a drift over prod × v2 (seed 101), its first page: prod × acme (104
+    events, 0.10 down) and prod × v2 (154, 0.086) crossed in three keys, env=prod
+    (0.077) within its noise, so neither explained a wider change. Their lifts are not
+    read (prod × acme's is the larger, 1.3 against 1.1): prod × v2, the larger impact,
+    leads. Weighed by how surprising each one's share of env=prod's change was against
+    its share of the events, prod × acme, the fewer events, had taken the lead."""
+    outcomes = [
+        drift("env=prod", 234, 0.077, status="inconclusive"),
+        drift("env=prod,tenant=acme", 104, 0.10, status="fail"),
+        drift(PAIR, 154, 0.086, status="fail"),
+    ]
+    assert lead_slices(alert_order(outcomes))[:2] == [PAIR, "env=prod,tenant=acme"]
+
+
+def test_a_lead_yields_only_to_a_crossing_lead_explaining_as_wide_a_change() -> None:
+    """A lead that yielded to a crossing lead explaining nothing wider fell behind the
+    leads of its own rank: with the lifts read, on the second day of half of env=prod
+    losing its top hit (ideal judge, seed 108), env=prod's recall drop, explaining all's,
+    came after env=prod's bloat rise, yielding to crossing recall leads that explained
+    nothing wider (tenant=umbrella's drift, retrieval-v2 × globex)."""
+    f1 = dict(rule="f1_drop", statistic="mean_f1")
+    outcomes = [
+        drop("all", 300, 0.10, status="fail"),
+        drop("env=prod", 200, 0.14),  # explains all's drop
+        drop("tenant=globex", 40, 0.30),  # 40% of all's drop: explains nothing wider
+        drop("all", 300, 0.08, status="fail", **f1),
+        drop("env=prod", 200, 0.11, **f1),  # explains all's, a smaller impact
+    ]
+    first = alert_order(outcomes)[0].outcome
+    assert (first.rule, first.slice) == ("recall_drop", "env=prod")
+
+
 def test_a_lead_explaining_a_wider_change_stays_before_a_crossing_one() -> None:
     """Lexical judge, half of env=prod losing its top hit (seed 103): acme's ~25 staging
     events fell 0.27 by chance, so acme fell more outside env=prod than env=prod outside
