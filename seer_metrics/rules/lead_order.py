@@ -37,6 +37,7 @@ lead the pair and the drop's acme.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,11 +59,16 @@ LIFT_RATIO = 2.0
 class Lead:
     """A rule's lead, how much it moved the whole traffic's mean, and how wide a change
     it explains (`width`: the keys of the widest slice it explains, None for none): a
-    lead yields only to a crossing one explaining as wide a change."""
+    lead yields only to a crossing one explaining as wide a change or a wider one."""
 
     outcome: CheckOutcome
     impact: float | None
     width: int | None = None
+
+    @property
+    def narrowness(self) -> float:
+        """The keys of the widest slice it explains; infinite when it explains none."""
+        return math.inf if self.width is None else self.width
 
 
 def _yields_to(
@@ -73,7 +79,7 @@ def _yields_to(
 ) -> bool:
     """Whether `other` (a crossing lead on the same statistic) tells the story first."""
     mine, theirs = lead.outcome, other.outcome
-    if mine.statistic != theirs.statistic or lead.width != other.width:
+    if mine.statistic != theirs.statistic or other.narrowness > lead.narrowness:
         return False
     here, there = SliceIdentity.decode(mine.slice), SliceIdentity.decode(theirs.slice)
     across = (
@@ -92,7 +98,7 @@ def _yields_to(
             and abs(mine_outside - theirs_outside) > TOLERANCE
         ):
             return mine_outside < theirs_outside
-    if lifts is not None and lead.width is not None:
+    if lifts is not None and lead.width is not None and lead.width == other.width:
         mine_lift, theirs_lift = lifts(mine, theirs), lifts(theirs, mine)
         if mine_lift is not None and theirs_lift is not None:
             if theirs_lift > LIFT_RATIO * mine_lift:

@@ -494,12 +494,13 @@ def test_two_crossing_pairs_explaining_nothing_wider_are_ordered_by_impact() -> 
     assert lead_slices(alert_order(outcomes))[:2] == [PAIR, "env=prod,tenant=acme"]
 
 
-def test_a_lead_yields_only_to_a_crossing_lead_explaining_as_wide_a_change() -> None:
-    """A lead that yielded to a crossing lead explaining nothing wider fell behind the
-    leads of its own rank: with the lifts read, on the second day of half of env=prod
-    losing its top hit (ideal judge, seed 108), env=prod's recall drop, explaining all's,
-    came after env=prod's bloat rise, yielding to crossing recall leads that explained
-    nothing wider (tenant=umbrella's drift, retrieval-v2 × globex)."""
+def test_a_lead_never_yields_to_a_crossing_lead_explaining_a_narrower_change() -> None:
+    """A lead that yielded to a crossing lead explaining a narrower change (or none)
+    fell behind the leads of its own rank: with lifts read for every lead, on the second
+    day of half of env=prod losing its top hit (ideal judge, seed 108), env=prod's
+    recall drop, explaining all's, came after env=prod's bloat rise, yielding to
+    crossing recall leads that explained nothing wider (tenant=umbrella's drift,
+    retrieval-v2 × globex)."""
     f1 = dict(rule="f1_drop", statistic="mean_f1")
     outcomes = [
         drop("all", 300, 0.10, status="fail"),
