@@ -47,8 +47,9 @@ from seer_metrics.rules.readings import TOLERANCE
 from seer_metrics.rules.rest_figures import rest_of_parent
 from seer_metrics.slices.identity import SliceIdentity
 
-# How much one lead's slice fell (per event) outside another's: None without figures.
-Outside = Callable[[CheckOutcome, CheckOutcome], "float | None"]
+# A figure of one lead read against a crossing one (how much it fell outside the other's
+# slice, or its lift in the slice the two share): None without figures.
+PairReading = Callable[[CheckOutcome, CheckOutcome], "float | None"]
 # Without their intersection's figures, of two crossing leads explaining as wide a change,
 # one tells the story first when its lift in the slice the two share (`lift_reader`) is
 # at least this many times the other's.
@@ -58,8 +59,9 @@ LIFT_RATIO = 2.0
 @dataclass(frozen=True)
 class Lead:
     """A rule's lead, how much it moved the whole traffic's mean, and how wide a change
-    it explains (`width`: the keys of the widest slice it explains, None for none): a
-    lead yields only to a crossing one explaining as wide a change or a wider one."""
+    it explains (`width`: the keys of the slice whose change it explains, the order
+    `attribution.alert_order` reads first; None for none): a lead yields only to a
+    crossing one explaining as wide a change or a wider one."""
 
     outcome: CheckOutcome
     impact: float | None
@@ -67,15 +69,15 @@ class Lead:
 
     @property
     def narrowness(self) -> float:
-        """The keys of the widest slice it explains; infinite when it explains none."""
+        """The keys of the slice whose change it explains; infinite when it explains none."""
         return math.inf if self.width is None else self.width
 
 
 def _yields_to(
     lead: Lead,
     other: Lead,
-    outside: Outside | None = None,
-    lifts: Outside | None = None,
+    outside: PairReading | None = None,
+    lifts: PairReading | None = None,
 ) -> bool:
     """Whether `other` (a crossing lead on the same statistic) tells the story first."""
     mine, theirs = lead.outcome, other.outcome
@@ -110,7 +112,7 @@ def _yields_to(
 
 def outside_reader(
     outcomes: Sequence[CheckOutcome], rows: Mapping[str, Mapping[str, Any]]
-) -> Outside:
+) -> PairReading:
     """How much a lead fell outside another's slice, on its own rule: the rest of it
     outside their intersection (`rest_of_parent`, from the day's slice `rows`), where
     the day has one."""
@@ -124,7 +126,7 @@ def outside_reader(
     return outside
 
 
-def lift_reader(outcomes: Sequence[CheckOutcome]) -> Outside:
+def lift_reader(outcomes: Sequence[CheckOutcome]) -> PairReading:
     """How many times the slice the lead shares with a crossing lead (the keys both fix
     alike: `all` for two keys of different names) the lead fell, on its own rule: its
     share of that slice's change over its share of the events. None where that slice did
@@ -143,7 +145,7 @@ def lift_reader(outcomes: Sequence[CheckOutcome]) -> Outside:
 
 
 def yielding_leads(
-    leads: Sequence[Lead], outside: Outside | None = None, lifts: Outside | None = None
+    leads: Sequence[Lead], outside: PairReading | None = None, lifts: PairReading | None = None
 ) -> set[tuple[str, str]]:
     """The (rule, slice) of the leads a crossing lead on the same statistic (of any
     rule) tells the story before (see the module's docstring); `outside` reads how much
