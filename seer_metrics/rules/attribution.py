@@ -181,6 +181,11 @@ class AlertItem:
         """A drop on this slice explains a failing parent's drop."""
         return self.explanation is not None
 
+    @property
+    def explained_width(self) -> int | None:
+        """The keys of the parent whose drop it explains (0 for `all`); None for none."""
+        return None if self.explanation is None else key_count(self.explanation.parent)
+
     def headline(self) -> str:
         return wording.alert_headline(
             self.outcome,
@@ -274,11 +279,7 @@ def alert_order(
     items = [item for group in by_rule.values() for item in _rule_items(group, rows)]
     items.extend(AlertItem(o) for o in outcomes if o.failed and o.kind != "drop")
     parts, inside = _nested_leads(items, outcomes, rows)
-    leads = [
-        Lead(i.outcome, i.impact, key_count(i.explanation.parent) if i.explanation else None)
-        for i in items
-        if i.leads
-    ]
+    leads = [Lead(i.outcome, i.impact, i.explained_width) for i in items if i.leads]
     yielding = yielding_leads(leads, outside_reader(outcomes, rows), lift_reader(outcomes)) | inside
 
     def order(item: AlertItem) -> tuple[Any, ...]:
@@ -292,7 +293,7 @@ def alert_order(
             # one that explains nothing wider (a slice whose drop stays its own), and the
             # one that explains the widest change first (all's before env=prod's)
             item.explanation is None,
-            key_count(item.explanation.parent) if item.explanation else 0,
+            item.explained_width or 0,
             # then one whose drop a crossing lead on the statistic tells, or whose wider
             # lead's rule finds it not explaining that lead's change, after it
             (o.rule, o.slice) in yielding,

@@ -110,13 +110,21 @@ def _yields_to(
     return (other.impact or 0.0) > (lead.impact or 0.0)
 
 
+def _by_rule_and_pairs(
+    outcomes: Sequence[CheckOutcome],
+) -> dict[tuple[str, frozenset[tuple[str, str]]], CheckOutcome]:
+    """The outcomes by rule and the (key, value) pairs of their slice, in any order: the
+    slice two leads meet in, or share, is found whatever order its keys were written."""
+    return {(o.rule, frozenset(SliceIdentity.decode(o.slice).pairs)): o for o in outcomes}
+
+
 def outside_reader(
     outcomes: Sequence[CheckOutcome], rows: Mapping[str, Mapping[str, Any]]
 ) -> PairReading:
     """How much a lead fell outside another's slice, on its own rule: the rest of it
     outside their intersection (`rest_of_parent`, from the day's slice `rows`), where
     the day has one."""
-    by_pairs = {(o.rule, frozenset(SliceIdentity.decode(o.slice).pairs)): o for o in outcomes}
+    by_pairs = _by_rule_and_pairs(outcomes)
 
     def outside(lead: CheckOutcome, other: CheckOutcome) -> float | None:
         meet = SliceIdentity.decode(lead.slice).pairs + SliceIdentity.decode(other.slice).pairs
@@ -131,7 +139,7 @@ def lift_reader(outcomes: Sequence[CheckOutcome]) -> PairReading:
     alike: `all` for two keys of different names) the lead fell, on its own rule: its
     share of that slice's change over its share of the events. None where that slice did
     not fall or has no figures."""
-    by_pairs = {(o.rule, frozenset(SliceIdentity.decode(o.slice).pairs)): o for o in outcomes}
+    by_pairs = _by_rule_and_pairs(outcomes)
 
     def lift(lead: CheckOutcome, other: CheckOutcome) -> float | None:
         shared = set(SliceIdentity.decode(lead.slice).pairs)
