@@ -62,7 +62,11 @@ def rest_of_parent(
     """The parent's events outside `child` for the same drop rule, today and in baseline.
 
     Today's counts and means come from the day's slice rows when given (else from the
-    outcomes); the baselines from the two outcomes (mean and event count of each).
+    outcomes); the baselines from the two outcomes (mean and event count of each). The
+    rest over a drift rule's recent days only where the two were read over as many days:
+    a pair the slice table had only today (under the minimum sample before) read against
+    its parent's 8 days gave a rest mostly of clean days (tenant=t2 on a wrong index,
+    lexical judge, seed 120: 0.03 down over "the last 1 days" where today it fell 0.75).
     """
     rows = slice_rows or {}
     child_count, child_mean = today_figures(child, rows)
@@ -73,12 +77,14 @@ def rest_of_parent(
     _, baseline = _rest(
         parent.baseline, parent.baseline_sample_size, child.baseline, child.baseline_sample_size
     )
-    recent_events, recent = _rest(
-        parent.recent_observed,
-        parent.recent_sample_size,
-        child.recent_observed,
-        child.recent_sample_size,
-    )
+    recent_events, recent = 0, None
+    if child.recent_days == parent.recent_days:
+        recent_events, recent = _rest(
+            parent.recent_observed,
+            parent.recent_sample_size,
+            child.recent_observed,
+            child.recent_sample_size,
+        )
     return RestOfParent(
         parent=parent.slice,
         statistic=child.statistic,
