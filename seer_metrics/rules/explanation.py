@@ -99,5 +99,17 @@ class Explanation:
         return math.sqrt(one_event / child_events + one_event / rest_events)
 
     @property
+    def spread(self) -> bool:
+        """The rest of the parent fell too: more than `CONCENTRATION` times as much as the
+        child, and beyond its own noise (a positive reading, where a rest that reads
+        unchanged may only be too small to tell): the change reaches past the child."""
+        rest_drop = self.rest_drop
+        rest_events = self.rest.events or self.parent_events - self.child_events
+        if rest_drop is None or min(rest_events, self.child_events) <= 0 or self.child_noise <= 0:
+            return False
+        one_event = self.child_noise**2 * self.child_events
+        return rest_drop > max(CONCENTRATION * self.child_drop, math.sqrt(one_event / rest_events))
+
+    @property
     def explains(self) -> bool:
         return self.share >= EXPLAINING_SHARE and self.concentrated

@@ -407,6 +407,36 @@ def test_a_drift_is_concentrated_by_the_rest_over_its_recent_days(
         assert f"; over the last 8 days {moved}" in rest_phrase(found[0].rest)
 
 
+def test_the_recent_rest_is_read_only_over_as_many_days_as_the_parent() -> None:
+    """Lexical judge, seed 120, tenant=t2 on a wrong index: prod x t2 (30 events, in the
+    slice table only today) fell 0.77 and the rest of t2 (7 events) 0.75. Its one recent
+    day read against t2's 8 made a rest of mostly clean days, and prod x t2 "explained"
+    t2's drop; today says the drop is t2's."""
+    child = drift(
+        "env=prod,tenant=t2",
+        30,
+        0.77,
+        recent_observed=0.04,
+        recent_sample_size=30,
+        recent_days=1,
+    )
+    parent = drift(
+        "tenant=t2",
+        37,
+        (30 * 0.77 + 7 * 0.75) / 37,
+        recent_observed=0.71,
+        recent_sample_size=290,
+        recent_days=8,
+    )
+    found = narrower_parts(parent, [parent, child], {})
+    assert len(found) == 1 and found[0].share >= EXPLAINS
+    assert found[0].rest.recent_observed is None and found[0].rest.recent_days == 0
+    assert found[0].rest_drop == pytest.approx(0.75)
+    assert not found[0].explains
+    same_days = child.replace(recent_days=8, recent_observed=0.75, recent_sample_size=240)
+    assert narrower_parts(parent, [parent, same_days], {})[0].rest.recent_days == 8
+
+
 @pytest.mark.parametrize(
     ("rest_drop", "child_noise", "explains"),
     [
@@ -569,3 +599,47 @@ def test_a_lead_inside_a_wider_one_that_does_not_explain_it_comes_after_it(
         drift(prod_acme, 75, 0.155, noise=pair_drift_noise),
     ]
     assert lead_slices(alert_order(outcomes))[0] == first
+
+
+@pytest.mark.parametrize(
+    ("rest_events", "rest_drop", "first"),
+    [(32, 0.17, "tenant=acme"), (112, 0.07, "env=prod,tenant=acme")],
+    ids=["the rest of acme fell as much", "the rest of acme fell less: a pair's story"],
+)
+def test_a_pair_explaining_a_parent_as_part_of_a_spread_wider_lead_tells_it_second(
+    rest_events: int, rest_drop: float, first: str
+) -> None:
+    """Lexical judge, three quarters of acme losing its top hit (seed 118): the drift of
+    prod x acme explained env=prod's drop (the rest of env=prod unchanged) and led, while
+    acme's drop led its rule and the rest of acme (its staging events) fell as much,
+    beyond its noise: env=prod's drop is acme's, seen through prod x acme. Where the rest
+    of acme fell less than half as much, the pair still tells it first."""
+    prod_acme, pair_drop = "env=prod,tenant=acme", 0.2
+    acme_events = 88 + rest_events
+    outcomes = [
+        drift("env=prod", 200, 88 * pair_drop / 200, status="fail"),
+        drift(prod_acme, 88, pair_drop),  # explains env=prod's drift
+        drop("tenant=acme", acme_events, (88 * pair_drop + rest_events * rest_drop) / acme_events),
+        drop(prod_acme, 88, pair_drop),
+    ]
+    items = alert_order(outcomes)
+    drift_lead = next(i for i in items if i.outcome.rule == "recall_drift" and i.leads)
+    assert (drift_lead.outcome.slice, drift_lead.explanation.parent) == (prod_acme, "env=prod")
+    assert lead_slices(items)[0] == first
+
+
+def test_a_wider_lead_another_lead_explains_carries_no_change_it_is_seen_through() -> None:
+    """Lexical judge, a drift over prod x v2, its 7th day (seed 118): v2 x acme explained
+    acme's drift, the rest of v2 fell too, and v2's drop led its rule; but the drift rule
+    had prod x v2 explaining v2's drift. v2 is the middle of that story, not its end:
+    prod x v2 stays first."""
+    v2, v2_acme = "feature_flag=retrieval-v2", "feature_flag=retrieval-v2,tenant=acme"
+    outcomes = [
+        drift("tenant=acme", 124, 0.11, status="fail"),
+        drift(v2_acme, 82, 0.16),  # explains acme's drift
+        drift(v2, 174, 0.09, status="fail"),
+        drift(PAIR, 127, 0.13),  # explains v2's drift
+        drop(v2, 174, 0.12),  # leads its rule: its rest fell too
+        drop(v2_acme, 82, 0.15),
+    ]
+    assert lead_slices(alert_order(outcomes))[0] == PAIR
