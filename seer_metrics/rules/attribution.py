@@ -36,7 +36,7 @@ from seer_metrics.rules import wording
 from seer_metrics.rules.explanation import EXPLAINING_SHARE, Explanation
 from seer_metrics.rules.lead_order import Lead, lift_reader, outside_reader, yielding_leads
 from seer_metrics.rules.model import CheckOutcome, moved_bad_way
-from seer_metrics.rules.rest_figures import rest_of_parent, today_figures
+from seer_metrics.rules.rest_figures import rest_of_parent, same_baseline, today_figures
 from seer_metrics.slices.groups import ALL_SLICE
 from seer_metrics.slices.identity import SliceIdentity
 
@@ -86,6 +86,8 @@ def explanation(
     child_events, _ = today_figures(child, rows)
     parent_events, _ = today_figures(parent, rows)
     if child.delta is None or parent.delta is None or parent.delta <= 0 or parent_events <= 0:
+        return None
+    if not same_baseline(child, parent):  # drops against other days do not add up
         return None
     return Explanation(
         child=child.slice,

@@ -54,6 +54,20 @@ def _rest(
     return _remove(parent, parent_count, child, child_count)
 
 
+def same_baseline(child: CheckOutcome, parent: CheckOutcome) -> bool:
+    """Whether two outcomes of a rule read their change against the same days: not when
+    one slice's open incident keeps its baseline before the incident (`the trailing 7 days
+    before the incident`) and the other's is the trailing week. Their drops, and the rest
+    of the parent's, are then not comparable: on a drift over tenant=acme (ideal judge,
+    seed 117) prod x acme fell 0.16 against the 28 days before its incident while acme
+    fell 0.11 against a week the drift was already in, and prod x acme "explained 100%"
+    of acme's drop."""
+    return child.baseline_label == parent.baseline_label or None in (
+        child.baseline_label,
+        parent.baseline_label,
+    )
+
+
 def rest_of_parent(
     child: CheckOutcome,
     parent: CheckOutcome,
@@ -74,9 +88,14 @@ def rest_of_parent(
     events, observed = 0, None
     if child_mean is not None and parent_mean is not None:
         events, observed = _remove(parent_mean, parent_count, child_mean, child_count)
-    _, baseline = _rest(
-        parent.baseline, parent.baseline_sample_size, child.baseline, child.baseline_sample_size
-    )
+    baseline = None
+    if same_baseline(child, parent):
+        _, baseline = _rest(
+            parent.baseline,
+            parent.baseline_sample_size,
+            child.baseline,
+            child.baseline_sample_size,
+        )
     recent_events, recent = 0, None
     if child.recent_days == parent.recent_days:
         recent_events, recent = _rest(

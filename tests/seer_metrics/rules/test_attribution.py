@@ -643,3 +643,19 @@ def test_a_wider_lead_another_lead_explains_carries_no_change_it_is_seen_through
         drop(v2_acme, 82, 0.15),
     ]
     assert lead_slices(alert_order(outcomes))[0] == PAIR
+
+
+def test_drops_against_other_days_explain_nothing() -> None:
+    """Ideal judge, a drift over tenant=acme (seed 117), the day it paged: prod x acme's
+    open drop incident kept its baseline before the incident (0.76) while acme read
+    against a trailing week the drift was already in (0.73). prod x acme "explained 100%"
+    of acme's drop, the rest of acme without figures, and led; acme's drift did not."""
+    prod_acme = "env=prod,tenant=acme"
+    week, before = "the trailing 7 days", "the trailing 28 days before the incident"
+    parent = drop("tenant=acme", 110, 0.114, baseline=0.73, baseline_label=week)
+    child = drop(prod_acme, 78, 0.161, baseline=0.76, baseline_label=before)
+    assert narrower_parts(parent, [parent, child], {}) == []
+    outcomes = [parent, child, drift("tenant=acme", 110, 0.15), drift(prod_acme, 78, 0.167)]
+    assert lead_slices(alert_order(outcomes))[0] == "tenant=acme"
+    same_days = child.replace(baseline_label=week)
+    assert narrower_parts(parent, [parent, same_days], {})[0].share == pytest.approx(1.0, 0.01)
