@@ -659,3 +659,9 @@ def test_drops_against_other_days_explain_nothing() -> None:
     assert lead_slices(alert_order(outcomes))[0] == "tenant=acme"
     same_days = child.replace(baseline_label=week)
     assert narrower_parts(parent, [parent, same_days], {})[0].share == pytest.approx(1.0, 0.01)
+    # a drift rule's windows both end a week back, before a trouble under way: they compare
+    recent = dict(recent_observed=0.7, recent_sample_size=600, recent_days=8)
+    drift_parent = drift("tenant=acme", 110, 0.114, baseline_label="the 28 days before the last 7")
+    drift_child = drift(prod_acme, 78, 0.161, baseline_label="the 28 days before the incident")
+    drifts = [drift_parent.replace(**recent), drift_child.replace(**recent)]
+    assert narrower_parts(drifts[0], drifts, {})[0].share == pytest.approx(1.0, 0.01)
