@@ -665,3 +665,28 @@ def test_drops_against_other_days_explain_nothing() -> None:
     drift_child = drift(prod_acme, 78, 0.161, baseline_label="the 28 days before the incident")
     drifts = [drift_parent.replace(**recent), drift_child.replace(**recent)]
     assert narrower_parts(drifts[0], drifts, {})[0].share == pytest.approx(1.0, 0.01)
+
+
+def test_leads_of_two_statistics_are_weighed_in_units_of_their_spread() -> None:
+    """Ideal judge, a drift over prod x v2, its first page (seed 118): the bloated share
+    of retrieval-v2 x acme rose 0.19 over 76 events and led the drift of prod x v2 (recall
+    0.099 down over ~130 events) on the larger raw impact. Over the day's events a bloated
+    share spreads 0.48, a recall 0.30: the drift moved the traffic more."""
+    bloat = dict(rule="bloat_rise", statistic="share_precision_below_bloat", severity="WARN")
+    outcomes = [
+        drift("all", 300, 0.05, status="pass"),
+        drift(PAIR, 129, 0.099, status="fail"),
+        drop("all", 300, 0.02, status="pass", worse_when="above", **bloat),
+        drop("feature_flag=retrieval-v2,tenant=acme", 76, 0.19, worse_when="above", **bloat),
+    ]
+    assert [i.outcome.rule for i in alert_order(outcomes)] == ["bloat_rise", "recall_drift"]
+    all_row = {
+        "slice": "all",
+        "mean_recall": 0.76,
+        "std_recall": 0.30,
+        "count_recall": 300,
+        "share_precision_below_bloat": 0.36,
+        "count_precision": 300,
+    }
+    rows = pd.DataFrame([all_row])
+    assert [i.outcome.rule for i in alert_order(outcomes, rows)] == ["recall_drift", "bloat_rise"]
