@@ -276,11 +276,13 @@ def alert_order(
 
     For each drop rule, each failing drop is either explained by a narrower failing slice
     (followed down to the narrowest one: `explained_by`) or leads. Order: the leads (one
-    whose drop a crossing lead on its statistic tells, `lead_order`, after it; those
-    explaining a wider slice's change first, the widest first, ERROR before WARN, the
-    largest impact first), the other failures (changes before levels, ERROR before WARN,
-    narrower, high-priority, larger drops first), then the explained slices. `slice_rows`
-    are the day's slice table rows (today's counts and means)."""
+    whose drop a crossing lead on its statistic tells, `lead_order`, or that shows a wider
+    lead's spread change through a parent, `_changes_seen_through`, after it; those
+    explaining a wider slice's change, or carrying one, first, the widest first, ERROR
+    before WARN, the largest `standard_impact` first), the other failures (changes before
+    levels, ERROR before WARN, narrower, high-priority, larger drops first), then the
+    explained slices. `slice_rows` are the day's slice table rows (today's counts and
+    means)."""
     rows = _rows_by_slice(slice_rows)
     by_rule: dict[str, list[CheckOutcome]] = {}
     for outcome in outcomes:
