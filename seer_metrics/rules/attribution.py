@@ -279,7 +279,8 @@ def alert_order(
     whose drop a crossing lead on its statistic tells, `lead_order`, or that shows a wider
     lead's spread change through a parent, `_changes_seen_through`, after it; those
     explaining a wider slice's change, or carrying one, first, the widest first, ERROR
-    before WARN, the largest `standard_impact` first), the other failures (changes before
+    before WARN, the slice of the largest `standard_impact` first, then the largest
+    impact), the other failures (changes before
     levels, ERROR before WARN, narrower, high-priority, larger drops first), then the
     explained slices. `slice_rows` are the day's slice table rows (today's counts and
     means)."""
@@ -301,6 +302,13 @@ def alert_order(
     leads = [Lead(i.outcome, i.impact, width(i)) for i in items if i.leads]
     yielding = yielding_leads(leads, outside_reader(outcomes, rows), lift_reader(outcomes))
     yielding |= inside | seen_through
+    # a slice's leads weigh as its strongest one: across statistics in units of their
+    # spread, while one slice's leads keep their order by impact (recall before f1)
+    weight: dict[str, float] = {}
+    for item in items:
+        if item.leads:
+            impact = standard_impact(item, rows)
+            weight[item.outcome.slice] = max(impact, weight.get(item.outcome.slice, impact))
 
     def order(item: AlertItem) -> tuple[Any, ...]:
         o = item.outcome
@@ -319,7 +327,8 @@ def alert_order(
             (o.rule, o.slice) in yielding,
             o.kind != "drop",
             _SEVERITY_ORDER.get(o.severity, 2),
-            -standard_impact(item, rows),
+            -weight.get(o.slice, 0.0),
+            -(item.impact or 0.0),
             -key_count(o.slice),
             not o.high_priority,
             -(o.delta or 0.0),

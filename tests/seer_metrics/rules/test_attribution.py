@@ -690,3 +690,20 @@ def test_leads_of_two_statistics_are_weighed_in_units_of_their_spread() -> None:
     }
     rows = pd.DataFrame([all_row])
     assert [i.outcome.rule for i in alert_order(outcomes, rows)] == ["recall_drift", "bloat_rise"]
+
+
+def test_the_leads_of_one_slice_keep_their_order_by_impact() -> None:
+    """Weighed in units of their spread, a lost top hit's f1 drop (f1 spreads less than
+    recall) had come before its recall drop on the same slice in most messages: one
+    slice's leads keep their order."""
+    f1 = dict(rule="f1_drop", statistic="mean_f1")
+    outcomes = [
+        drop("all", 300, 0.05, status="pass"),
+        drop(PAIR, 80, 0.30),
+        drop("all", 300, 0.04, status="pass", **f1),
+        drop(PAIR, 80, 0.22, **f1),
+    ]
+    all_row = {"slice": "all", "mean_recall": 0.76, "std_recall": 0.30, "count_recall": 300}
+    all_row |= {"mean_f1": 0.6, "std_f1": 0.15, "count_f1": 300}
+    items = alert_order(outcomes, pd.DataFrame([all_row]))
+    assert [i.outcome.rule for i in items] == ["recall_drop", "f1_drop"]
