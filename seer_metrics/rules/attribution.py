@@ -25,19 +25,18 @@ events outside the child) is exact from the slice table (`rest_figures`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from seer_metrics.rules import wording
-from seer_metrics.rules.explanation import EXPLAINING_SHARE, Explanation
+from seer_metrics.rules.alert_item import AlertItem
+from seer_metrics.rules.explanation import Explanation, beyond_noise, explanation
 from seer_metrics.rules.lead_order import Lead, lift_reader, outside_reader, yielding_leads
-from seer_metrics.rules.model import STATISTICS, CheckOutcome, moved_bad_way
+from seer_metrics.rules.model import STATISTICS, CheckOutcome
+from seer_metrics.rules.nested_leads import changes_seen_through, nested_leads
 from seer_metrics.rules.readings import event_count, number_or_none, statistic_std
-from seer_metrics.rules.rest_figures import rest_of_parent, same_baseline, today_figures
+from seer_metrics.rules.rest_figures import today_figures
 from seer_metrics.slices.groups import ALL_SLICE
 from seer_metrics.slices.identity import SliceIdentity
 
@@ -60,51 +59,6 @@ def key_count(label: str) -> int:
 def is_narrower(child: str, parent: str) -> bool:
     """Whether every event of `child` is in `parent` and `child` fixes more keys."""
     return SliceIdentity.decode(child).is_narrower_than(SliceIdentity.decode(parent))
-
-
-def beyond_noise(outcome: CheckOutcome) -> bool:
-    """The slice's own drop is larger than its noise: only such a slice may lead."""
-    return outcome.delta is not None and outcome.delta > max(outcome.noise or 0.0, 0.0)
-
-
-def surprise(outcome: CheckOutcome) -> float | None:
-    """How many times its noise the slice's drop is (infinite without a noise test)."""
-    if outcome.delta is None:
-        return None
-    if not outcome.noise or outcome.noise <= 0:
-        return math.inf if outcome.delta > 0 else 0.0
-    return outcome.delta / outcome.noise
-
-
-def explanation(
-    child: CheckOutcome,
-    parent: CheckOutcome,
-    slice_rows: Mapping[str, Mapping[str, Any]] | None = None,
-) -> Explanation | None:
-    """The share of `parent`'s drop that `child` accounts for; None when either has no
-    drop to share (no figures, or the parent did not fall)."""
-    rows = slice_rows or {}
-    child_events, _ = today_figures(child, rows)
-    parent_events, _ = today_figures(parent, rows)
-    if child.delta is None or parent.delta is None or parent.delta <= 0 or parent_events <= 0:
-        return None
-    if not same_baseline(child, parent):  # drops against other days do not add up
-        return None
-    return Explanation(
-        child=child.slice,
-        parent=parent.slice,
-        share=(child_events * child.delta) / (parent_events * parent.delta),
-        event_share=child_events / parent_events,
-        parent_events=parent_events,
-        surprise=surprise(child) or 0.0,
-        child_drop=child.delta,
-        parent_drop=parent.delta,
-        rest=rest_of_parent(child, parent, rows),
-        child_recent_drop=moved_bad_way(child.recent_observed, child.baseline, child.worse_when),
-        child_events=child_events,
-        child_noise=max(child.noise or 0.0, 0.0),
-        child_recent_events=child.recent_sample_size or 0,
-    )
 
 
 def _capped(share: float) -> float:
@@ -157,52 +111,6 @@ def best_explanation(
     """The narrower failing slice that explains `parent`'s drop, if one does."""
     parts = narrower_parts(parent, outcomes, rows or {})
     return preferred(e for e in parts if e.explains)
-
-
-@dataclass(frozen=True)
-class AlertItem:
-    """One failing outcome in alert order, with what it explains or what explains it.
-
-    `leads`: a failing drop beyond noise that no narrower slice explains, the end of an
-    explanation (a message's lead is the first). `explanation`: the failing parent it
-    explains the most of; `largest_part`: for a lead that a failing narrower slice does
-    not explain, the largest share one accounts for (to say the change is spread).
-    `impact`: its events times its drop over the events of `all`, how much it moved the
-    whole traffic's mean (comparable between slices and rules).
-    """
-
-    outcome: CheckOutcome
-    leads: bool = False
-    explanation: Explanation | None = None
-    largest_part: Explanation | None = None
-    explained_by: str | None = None
-    explained_share: float | None = None
-    impact: float | None = None
-    # every failing parent whose drop it explains (`explanation` is the largest)
-    explained_parents: tuple[str, ...] = ()
-
-    @property
-    def explains(self) -> bool:
-        """A drop on this slice explains a failing parent's drop."""
-        return self.explanation is not None
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.outcome.rule, self.outcome.slice)
-
-    @property
-    def explained_width(self) -> int | None:
-        """The keys of the parent whose drop it explains (0 for `all`); None for none."""
-        return None if self.explanation is None else key_count(self.explanation.parent)
-
-    def headline(self) -> str:
-        return wording.alert_headline(
-            self.outcome,
-            self.explanation,
-            self.largest_part,
-            self.explained_by,
-            self.explained_share,
-        )
 
 
 def _rows_by_slice(slice_rows: pd.DataFrame | None) -> dict[str, Mapping[str, Any]]:
@@ -277,7 +185,7 @@ def alert_order(
     For each drop rule, each failing drop is either explained by a narrower failing slice
     (followed down to the narrowest one: `explained_by`) or leads. Order: the leads (one
     whose drop a crossing lead on its statistic tells, `lead_order`, or that shows a wider
-    lead's spread change through a parent, `_changes_seen_through`, after it; those
+    lead's spread change through a parent, `nested_leads`, after it; those
     explaining a wider slice's change, or carrying one, first, the widest first, ERROR
     before WARN, the slice of the largest `standard_impact` first, then the largest
     impact), the other failures (changes before
@@ -291,8 +199,8 @@ def alert_order(
             by_rule.setdefault(outcome.rule, []).append(outcome)
     items = [item for group in by_rule.values() for item in _rule_items(group, rows)]
     items.extend(AlertItem(o) for o in outcomes if o.failed and o.kind != "drop")
-    parts, inside = _nested_leads(items, outcomes, rows)
-    carried, seen_through = _changes_seen_through(items, outcomes, rows)
+    parts, inside = nested_leads(items, outcomes, rows)
+    carried, seen_through = changes_seen_through(items, outcomes, rows)
 
     def width(item: AlertItem) -> int | None:
         """The keys of the widest slice whose change it explains, or carries (None: none)."""
@@ -357,91 +265,6 @@ def standard_impact(item: AlertItem, rows: Mapping[str, Mapping[str, Any]]) -> f
         return impact
     spread = statistic_std(row, statistic, value, count)
     return impact / spread if spread > 0 else impact
-
-
-def _nested_leads(
-    items: Sequence[AlertItem],
-    outcomes: Sequence[CheckOutcome],
-    rows: Mapping[str, Mapping[str, Any]],
-) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
-    """The (rule, slice) of the leads inside a wider lead on the same statistic, as the
-    wider lead's rule reads the narrower slice: (parts, inside).
-
-    `parts`: of the same rule, carrying less than an explaining share of the wider lead's
-    change, which is spread over its parts, this one among them. Lexical judge, three
-    quarters of acme losing its top hit: `feature_flag=retrieval-v1 × tenant=acme`
-    explained v1's drop and led, while acme's own drop (no narrower slice explaining it)
-    is the story.
-
-    `inside`: of any rule, not explaining the wider lead's change (too small a share, too
-    little concentration, or within its noise). Where the narrower lead explains nothing
-    wider, neither rule then says the change is concentrated in it, and the wider one,
-    the fewer keys, tells it. The first page of a drift over all of tenant=acme (lexical
-    judge, seed 103): the drop of env=prod × acme (ERROR, 75 events, 0.14 down) led
-    before acme's drift, while acme's drop was within noise and the drift rule found
-    prod × acme no more down than the rest of acme beyond the noise of the gap."""
-    leads = [item.outcome for item in items if item.leads]
-    by_rule = {(o.rule, o.slice): o for o in outcomes}
-    parts: set[tuple[str, str]] = set()
-    inside: set[tuple[str, str]] = set()
-    for child in leads:
-        for wider in leads:
-            if wider.statistic != child.statistic or not is_narrower(child.slice, wider.slice):
-                continue
-            seen = by_rule.get((wider.rule, child.slice))
-            found = None if seen is None else explanation(seen, wider, rows)
-            if seen is None or found is None:
-                continue
-            key = (child.rule, child.slice)
-            if wider.rule == child.rule and found.share < EXPLAINING_SHARE:
-                parts.add(key)
-            if not (found.explains and beyond_noise(seen)):
-                inside.add(key)
-    return parts, inside
-
-
-def _changes_seen_through(
-    items: Sequence[AlertItem],
-    outcomes: Sequence[CheckOutcome],
-    rows: Mapping[str, Mapping[str, Any]],
-) -> tuple[dict[tuple[str, str], int], set[tuple[str, str]]]:
-    """A lead that explains a parent's change where it is the parent's part of a wider
-    lead on the same statistic (`env=prod × tenant=acme` explaining env=prod's drop, beside
-    tenant=acme) whose rule reads the rest of that wider lead as fallen too (`spread`):
-    the change is the wider lead's, seen in the parent through their intersection. The
-    wider lead carries the parent's change (its keys, by (rule, slice)); the narrower one
-    tells the story after it. Lexical judge, three quarters of acme losing its top hit
-    (seed 118): the drift of prod x acme explained env=prod's drop and led, while the rest
-    of acme (its staging events) fell as much, beyond its noise."""
-    leads = [item for item in items if item.leads]
-    by_rule = {(o.rule, o.slice): o for o in outcomes}
-    # a lead another lead explains is the middle of a story, not where the change is
-    explained = {(i.outcome.statistic, parent) for i in leads for parent in i.explained_parents}
-    carried: dict[tuple[str, str], int] = {}
-    seen_through: set[tuple[str, str]] = set()
-    for narrow in leads:
-        if narrow.explanation is None:
-            continue
-        parent = SliceIdentity.decode(narrow.explanation.parent)
-        mine = SliceIdentity.decode(narrow.outcome.slice)
-        for wide in leads:
-            wider = SliceIdentity.decode(wide.outcome.slice)
-            if (
-                wide.outcome.statistic != narrow.outcome.statistic
-                or (wide.outcome.statistic, wide.outcome.slice) in explained
-                or not mine.is_narrower_than(wider)
-                or wider.is_narrower_than(parent)
-                or set(mine.pairs) != set(parent.pairs) | set(wider.pairs)
-            ):
-                continue
-            seen = by_rule.get((wide.outcome.rule, narrow.outcome.slice))
-            found = None if seen is None else explanation(seen, wide.outcome, rows)
-            if found is None or not found.spread:
-                continue
-            width = key_count(narrow.explanation.parent)
-            carried[wide.key] = min(width, carried.get(wide.key, width))
-            seen_through.add(narrow.key)
-    return carried, seen_through
 
 
 def lead_slices(items: Iterable[AlertItem]) -> list[str]:

@@ -7,9 +7,12 @@ explanation without importing the code that chooses it.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from seer_metrics.rules.model import RestOfParent
+from seer_metrics.rules.model import CheckOutcome, RestOfParent, moved_bad_way
+from seer_metrics.rules.rest_figures import rest_of_parent, same_baseline, today_figures
 
 # A narrower slice explains its parent when it accounts for this share of its change...
 EXPLAINING_SHARE = 0.75
@@ -113,3 +116,48 @@ class Explanation:
     @property
     def explains(self) -> bool:
         return self.share >= EXPLAINING_SHARE and self.concentrated
+
+
+def beyond_noise(outcome: CheckOutcome) -> bool:
+    """The slice's own drop is larger than its noise: only such a slice may lead."""
+    return outcome.delta is not None and outcome.delta > max(outcome.noise or 0.0, 0.0)
+
+
+def surprise(outcome: CheckOutcome) -> float | None:
+    """How many times its noise the slice's drop is (infinite without a noise test)."""
+    if outcome.delta is None:
+        return None
+    if not outcome.noise or outcome.noise <= 0:
+        return math.inf if outcome.delta > 0 else 0.0
+    return outcome.delta / outcome.noise
+
+
+def explanation(
+    child: CheckOutcome,
+    parent: CheckOutcome,
+    slice_rows: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Explanation | None:
+    """The share of `parent`'s drop that `child` accounts for; None when either has no
+    drop to share (no figures, or the parent did not fall)."""
+    rows = slice_rows or {}
+    child_events, _ = today_figures(child, rows)
+    parent_events, _ = today_figures(parent, rows)
+    if child.delta is None or parent.delta is None or parent.delta <= 0 or parent_events <= 0:
+        return None
+    if not same_baseline(child, parent):  # drops against other days do not add up
+        return None
+    return Explanation(
+        child=child.slice,
+        parent=parent.slice,
+        share=(child_events * child.delta) / (parent_events * parent.delta),
+        event_share=child_events / parent_events,
+        parent_events=parent_events,
+        surprise=surprise(child) or 0.0,
+        child_drop=child.delta,
+        parent_drop=parent.delta,
+        rest=rest_of_parent(child, parent, rows),
+        child_recent_drop=moved_bad_way(child.recent_observed, child.baseline, child.worse_when),
+        child_events=child_events,
+        child_noise=max(child.noise or 0.0, 0.0),
+        child_recent_events=child.recent_sample_size or 0,
+    )
