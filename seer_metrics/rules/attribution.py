@@ -183,15 +183,14 @@ def alert_order(
     """The failing outcomes of a day, the slice that explains the most first.
 
     For each drop rule, each failing drop is either explained by a narrower failing slice
-    (followed down to the narrowest one: `explained_by`) or leads. Order: the leads (one
-    whose drop a crossing lead on its statistic tells, `lead_order`, or that shows a wider
-    lead's spread change through a parent, `nested_leads`, after it; those
-    explaining a wider slice's change, or carrying one, first, the widest first, ERROR
-    before WARN, the slice of the largest `standard_impact` first, then the largest
-    impact), the other failures (changes before
-    levels, ERROR before WARN, narrower, high-priority, larger drops first), then the
-    explained slices. `slice_rows` are the day's slice table rows (today's counts and
-    means)."""
+    (followed down to the narrowest one: `explained_by`) or leads. Order: the leads, those
+    explaining (or carrying, `nested_leads`) a wider slice's change first, the widest
+    first; one whose drop a crossing lead on its statistic tells (`lead_order`), or that
+    shows a wider lead's spread change through a parent, after it; ERROR before WARN; the
+    slice of the largest `standard_impact` first, then the largest impact. Then the other
+    failures (changes before levels, ERROR before WARN, narrower, high-priority, larger
+    drops first), then the explained slices. `slice_rows` are the day's slice table rows
+    (today's counts and means)."""
     rows = _rows_by_slice(slice_rows)
     by_rule: dict[str, list[CheckOutcome]] = {}
     for outcome in outcomes:

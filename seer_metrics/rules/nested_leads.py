@@ -39,9 +39,8 @@ def nested_leads(
     inside: set[tuple[str, str]] = set()
     for child in leads:
         for wider in leads:
-            if wider.statistic != child.statistic or not SliceIdentity.decode(
-                child.slice
-            ).is_narrower_than(SliceIdentity.decode(wider.slice)):
+            slices = SliceIdentity.decode(child.slice), SliceIdentity.decode(wider.slice)
+            if wider.statistic != child.statistic or not slices[0].is_narrower_than(slices[1]):
                 continue
             seen = by_rule.get((wider.rule, child.slice))
             found = None if seen is None else explanation(seen, wider, rows)
@@ -85,7 +84,6 @@ def changes_seen_through(
                 wide.outcome.statistic != narrow.outcome.statistic
                 or (wide.outcome.statistic, wide.outcome.slice) in explained
                 or not mine.is_narrower_than(wider)
-                or wider.is_narrower_than(parent)
                 or set(mine.pairs) != set(parent.pairs) | set(wider.pairs)
             ):
                 continue
