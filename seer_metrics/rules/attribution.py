@@ -223,7 +223,7 @@ def alert_order(
             not item.leads,
             item.explained_by is not None,
             # a lead that is only a part of a wider lead's spread change after it
-            (o.rule, o.slice) in parts,
+            item.key in parts,
             # a lead that explains a wider slice's change (the end of its story) before
             # one that explains nothing wider (a slice whose drop stays its own), and the
             # one that explains the widest change first (all's before env=prod's)
@@ -231,7 +231,7 @@ def alert_order(
             width(item) or 0,
             # then one whose drop a crossing lead on the statistic tells, or whose wider
             # lead's rule finds it not explaining that lead's change, after it
-            (o.rule, o.slice) in yielding,
+            item.key in yielding,
             o.kind != "drop",
             _SEVERITY_ORDER.get(o.severity, 2),
             -weight.get(o.slice, 0.0),

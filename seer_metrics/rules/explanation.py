@@ -75,8 +75,12 @@ class Explanation:
         rest_drop = self.rest_drop
         if rest_drop is None:
             return False
-        rest_events = self.rest.events or self.parent_events - self.child_events
-        return self.apart(self.child_drop, rest_drop, self.child_events, rest_events)
+        return self.apart(self.child_drop, rest_drop, self.child_events, self.rest_events)
+
+    @property
+    def rest_events(self) -> int:
+        """The rest's events today: from the slice table, else the parent's less the child's."""
+        return self.rest.events or self.parent_events - self.child_events
 
     def apart(
         self, child_drop: float, rest_drop: float, child_events: int, rest_events: int
@@ -98,20 +102,23 @@ class Explanation:
         (its per-event spread, day-to-day wobble included); 0 without figures."""
         if self.child_noise <= 0 or min(self.child_events, child_events, rest_events) <= 0:
             return 0.0
-        one_event = self.child_noise**2 * self.child_events
-        return math.sqrt(one_event / child_events + one_event / rest_events)
+        return math.sqrt(self._mean_variance(child_events) + self._mean_variance(rest_events))
+
+    def _mean_variance(self, events: int) -> float:
+        """The variance of a mean over `events` events, from the child's noise today (its
+        per-event spread at the rule's confidence times its events)."""
+        return self.child_noise**2 * self.child_events / events
 
     @property
     def spread(self) -> bool:
         """The rest of the parent fell too: more than `CONCENTRATION` times as much as the
         child, and beyond its own noise (a positive reading, where a rest that reads
         unchanged may only be too small to tell): the change reaches past the child."""
-        rest_drop = self.rest_drop
-        rest_events = self.rest.events or self.parent_events - self.child_events
+        rest_drop, rest_events = self.rest_drop, self.rest_events
         if rest_drop is None or min(rest_events, self.child_events) <= 0 or self.child_noise <= 0:
             return False
-        one_event = self.child_noise**2 * self.child_events
-        return rest_drop > max(CONCENTRATION * self.child_drop, math.sqrt(one_event / rest_events))
+        rest_noise = math.sqrt(self._mean_variance(rest_events))
+        return rest_drop > max(CONCENTRATION * self.child_drop, rest_noise)
 
     @property
     def explains(self) -> bool:

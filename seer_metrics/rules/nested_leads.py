@@ -7,9 +7,26 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seer_metrics.rules.alert_item import AlertItem
-from seer_metrics.rules.explanation import EXPLAINING_SHARE, beyond_noise, explanation
+from seer_metrics.rules.explanation import (
+    EXPLAINING_SHARE,
+    Explanation,
+    beyond_noise,
+    explanation,
+)
 from seer_metrics.rules.model import CheckOutcome
 from seer_metrics.slices.identity import SliceIdentity
+
+
+def _read_by(
+    wider: CheckOutcome,
+    label: str,
+    by_rule: Mapping[tuple[str, str], CheckOutcome],
+    rows: Mapping[str, Mapping[str, Any]],
+) -> tuple[CheckOutcome | None, Explanation | None]:
+    """A narrower slice as the wider lead's rule reads it: its outcome on that rule and
+    what it explains of the wider lead's change (None for none)."""
+    seen = by_rule.get((wider.rule, label))
+    return seen, None if seen is None else explanation(seen, wider, rows)
 
 
 def nested_leads(
@@ -42,8 +59,7 @@ def nested_leads(
             slices = SliceIdentity.decode(child.slice), SliceIdentity.decode(wider.slice)
             if wider.statistic != child.statistic or not slices[0].is_narrower_than(slices[1]):
                 continue
-            seen = by_rule.get((wider.rule, child.slice))
-            found = None if seen is None else explanation(seen, wider, rows)
+            seen, found = _read_by(wider, child.slice, by_rule, rows)
             if seen is None or found is None:
                 continue
             key = (child.rule, child.slice)
@@ -87,8 +103,7 @@ def changes_seen_through(
                 or set(mine.pairs) != set(parent.pairs) | set(wider.pairs)
             ):
                 continue
-            seen = by_rule.get((wide.outcome.rule, narrow.outcome.slice))
-            found = None if seen is None else explanation(seen, wide.outcome, rows)
+            _, found = _read_by(wide.outcome, narrow.outcome.slice, by_rule, rows)
             if found is None or not found.spread:
                 continue
             width = parent.arity
