@@ -107,6 +107,8 @@ def report_clean(
 ) -> bool:
     clean_days = 0
     by_family: Counter[str] = Counter()
+    # the days each family paged on: a day's pages reach a person as one message
+    family_days: Counter[str] = Counter()
     by_rule: Counter[str] = Counter()
     families: set[str] = set()
     warm_up_pages = 0
@@ -120,6 +122,8 @@ def report_clean(
             for rule, label in stream.pages[day]:
                 by_family[stream.families.get(label, label)] += 1
                 by_rule[rule] += 1
+            paged = {stream.families.get(label, label) for _, label in stream.pages[day]}
+            family_days.update(paged)
     total = sum(by_family.values())
     print(
         f"{title}: {len(streams)} streams, {clean_days} clean days after a "
@@ -135,7 +139,7 @@ def report_clean(
         ok = rate <= TARGET_PAGES_PER_CLEAN_MONTH
         passed &= ok
         print(
-            f"    {family:<22} {by_family[family]:>3} pages: "
+            f"    {family:<22} {by_family[family]:>3} pages on {family_days[family]:>2} days: "
             f"{7 * by_family[family] / clean_days:.2f} per clean week, {rate:.2f} per clean "
             f"month (target <= {TARGET_PAGES_PER_CLEAN_MONTH:.0f})  {check(ok)}"
         )

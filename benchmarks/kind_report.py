@@ -15,6 +15,10 @@ def _mean(values: Sequence[float]) -> str:
     return f"{np.mean(defined):.2f}" if defined else "none"
 
 
+def _day(day: int | None) -> str:
+    return "never" if day is None else str(day)
+
+
 def check(ok: bool) -> str:
     return "ok" if ok else "MISSED"
 
@@ -43,12 +47,19 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
             if any(r.false_recoveries for r in runs):
                 counts = ", ".join(str(r.false_recoveries) for r in runs)
                 notes.append(f"Recovered while it lasted: {counts}")
+                counts = ", ".join(str(r.held_recoveries) for r in runs)
+                notes.append(f"of them with the trouble still moving the slice that day: {counts}")
             if any(r.earlier_closed for r in runs):
                 counts = ", ".join(str(r.earlier_closed) for r in runs)
                 notes.append(f"incidents opened before it closed while it lasted: {counts}")
             week = [r.all_closed_in_a_week for r in runs if r.all_closed_in_a_week is not None]
             if week:
                 notes.append(f"every incident closed within a week {sum(week)}/{len(week)}")
+            closed = [r.closed_by for r in runs if r.closed_by is not None]
+            if closed:
+                own = ", ".join(_day(own) for own, _ in closed)
+                every = ", ".join(_day(every) for _, every in closed)
+                notes.append(f"its slice closed by day {own} after the fix, every one by {every}")
             if any(r.change_pages for r in runs):
                 notes.append(f"change pages: {', '.join(str(r.change_pages) for r in runs)}")
             if any(r.own_judge_pages for r in runs):

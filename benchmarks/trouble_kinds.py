@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from kind_targets import (
     WEEK,
+    days_to_close,
     is_volume,
     judge_change_pages,
     lead_slice,
@@ -26,6 +27,7 @@ from kind_targets import (
     recovered_after_fix,
     slice_events,
     slice_recall,
+    still_moved,
     window_days,
 )
 from kind_trace import trace_days
@@ -241,6 +243,8 @@ class ScenarioResult:
     recall_first_day: float
     results: dict[str, bool] = field(default_factory=dict)
     false_recoveries: int = 0  # "Recovered" on overlapping slices while it lasted
+    # of them, those said while the trouble still moved the slice (`still_moved`)
+    held_recoveries: int = 0
     # incidents opened before the trouble (clean traffic's) closed while it lasted
     earlier_closed: int = 0
     change_pages: int = 0  # change pages after a judge change, its rule's window reaching it
@@ -250,6 +254,8 @@ class ScenarioResult:
     own_judge_pages: int = 0
     # after a fix: every incident it opened closed within a week (stricter than the target)
     all_closed_in_a_week: bool | None = None
+    # after a fix: the day (from 1) its slice's incidents, and all it opened, had closed
+    closed_by: tuple[int | None, int | None] | None = None
     deadline: int | None = None  # a drift: the day (from 1) its recall fell 0.15
     trace: str = ""  # the day-by-day trace, when asked for (`trace_days`)
 
@@ -328,6 +334,7 @@ def run_scenario(
             false = [i for i in closing if i.opened_on >= first]
             result.results[target] = not false
             result.false_recoveries = len(false)
+            result.held_recoveries = sum(still_moved(i, config, table, base.table) for i in false)
             result.earlier_closed = len(closing) - len(false)
         elif target == "recovered":
             fixed_on = scenario.days or 0
@@ -335,6 +342,7 @@ def run_scenario(
             result.all_closed_in_a_week = recovered_after_fix(
                 replayed, fixed_on, trouble, own_within=WEEK, all_within=WEEK
             )
+            result.closed_by = days_to_close(replayed, fixed_on, trouble)
         elif target == "volume_said":
             result.results[target] = any(
                 o.failed and o.slice == label and is_volume(o.statistic)
