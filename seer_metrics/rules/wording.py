@@ -7,6 +7,7 @@ decimals, intersection slices as `env=prod × feature_flag=retrieval-v2`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from seer_metrics.rules.explanation import Explanation
@@ -353,6 +354,18 @@ def escalation_note(
     return (
         f"still open since {opened_on}, now much worse: {statistic_label(statistic)} {now}, "
         f"was {was} when it opened"
+    )
+
+
+def failing_again_note(days: int, recovered_on: str, checks: Sequence[str]) -> str:
+    """The line of a slice that pages within days of a "Recovered" reply about it: that
+    reply may have come early (a drift's first days: a chance dip closed within noise
+    while the drift grew, and the slice paged again two days later), and the person who
+    read it must hear so where they read the page."""
+    named = ", ".join(checks)
+    return (
+        f"failing again {days} day{'s' if days != 1 else ''} after Seer said it recovered "
+        f"on {recovered_on} ({named})"
     )
 
 

@@ -17,8 +17,8 @@ from dataclasses import fields
 from datetime import date
 from typing import Any
 
-from seer_metrics.rules import CheckOutcome, outcome_summary
-from seer_metrics.rules.wording import escalation_note, recovery_note
+from seer_metrics.rules import CheckOutcome, as_date, outcome_summary
+from seer_metrics.rules.wording import escalation_note, failing_again_note, recovery_note
 from seer_metrics.slices.groups import ALL_SLICE
 from seer_metrics.slices.identity import display_label
 from seer_metrics.text.redaction import shorten
@@ -85,6 +85,24 @@ def outcome_line(alert: Alert) -> str:
         )
         line += f" *{escape_mrkdwn(shorten(note, MAX_HEADLINE_CHARS))}*"
     return line
+
+
+def failing_again_line(partition_date: date, group: Sequence[Alert]) -> list[str]:
+    """The line of a slice paging within days of a "Recovered" reply about it (the
+    outbox's `recoveries_before`), as a one-item list; else none."""
+    recovered = [
+        incident
+        for alert in group
+        if (incident := alert.payload.get("incident") or {}).get("recovered_on")
+    ]
+    if not recovered:
+        return []
+    latest = max(recovered, key=lambda incident: str(incident["recovered_on"]))
+    recovered_on = str(latest["recovered_on"])
+    checks = [f"`{short_label(str(rule))}`" for rule in latest.get("recovered_checks") or ()]
+    days = (partition_date - as_date(recovered_on)).days
+    note = failing_again_note(days, recovered_on, checks)
+    return [f":warning: {escape_mrkdwn(shorten(note, MAX_HEADLINE_CHARS))}"]
 
 
 def _latest_run(alerts: Sequence[Alert]) -> str | None:
@@ -186,7 +204,8 @@ def build_check_message(
         group = by_slice[label]
         priority = " (high priority)" if group[0].payload.get("high_priority") else ""
         shown = escape_mrkdwn(shown_slice(label))
-        lines = [f"*{shown}*{priority}", *(outcome_line(a) for a in group)]
+        again = failing_again_line(partition_date, group)
+        lines = [f"*{shown}*{priority}", *again, *(outcome_line(a) for a in group)]
         blocks.append(section("\n".join(lines)))
         slice_examples = examples.get(label)
         if slice_examples:

@@ -11,7 +11,9 @@ import pytest
 import sqlalchemy as sa
 
 from seer_metrics.rules import CheckOutcome
+from seer_metrics.rules.incidents import Incident
 from seer_pipelines.alerts import (
+    KIND_CHECK,
     PENDING,
     RESOLVED,
     SENT,
@@ -489,6 +491,22 @@ def test_outbox_on_postgres(postgres_url: str, postgres_schema: str) -> None:
     engine = sa.create_engine(postgres_url)
     try:
         outbox = AlertOutbox(engine, schema=postgres_schema)
+        # a "Recovered" reply two days before, and one too long before to matter
+        for days_before in (2, 15):
+            closed = Incident(
+                rule="recall_drop",
+                slice="feature_flag=retrieval-v2",
+                severity="ERROR",
+                opened_on=DAY - timedelta(days=days_before + 3),
+                last_failed_on=DAY - timedelta(days=days_before + 2),
+                last_message="",
+                closed_on=DAY - timedelta(days=days_before),
+                kind="drop",
+            )
+            outbox.record_recoveries(closed.closed_on, [closed], "r0")
+        slices = {"feature_flag=retrieval-v2", "env=prod"}
+        expected = {"feature_flag=retrieval-v2": (DAY - timedelta(days=2), ["recall_drop"])}
+        assert outbox.recoveries_before(DAY, slices) == expected
         outbox.record_check_outcomes(DAY, [failing_outcome()], "r1")
         with FakeSlack() as slack:
             dispatcher = AlertDispatcher(outbox, slack_resource(slack))
@@ -496,7 +514,7 @@ def test_outbox_on_postgres(postgres_url: str, postgres_schema: str) -> None:
             outbox.record_check_outcomes(DAY, [failing_outcome()], "r2")
             assert dispatcher.deliver_due() == []
             assert len(slack.messages) == 1
-        [row] = outbox.rows(DAY)
+        [row] = outbox.rows(DAY, KIND_CHECK)
         assert row.payload["delta"] == pytest.approx(0.31)
         assert row.state == SENT
     finally:
