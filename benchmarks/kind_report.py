@@ -49,6 +49,8 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
                 notes.append(f"Recovered while it lasted: {counts}")
                 counts = ", ".join(str(r.held_recoveries) for r in runs)
                 notes.append(f"of them with the trouble still moving the slice that day: {counts}")
+                counts = ", ".join(str(r.corrected_recoveries) for r in runs)
+                notes.append(f'of them followed by a "failing again" page: {counts}')
             if any(r.earlier_closed for r in runs):
                 counts = ", ".join(str(r.earlier_closed) for r in runs)
                 notes.append(f"incidents opened before it closed while it lasted: {counts}")

@@ -15,6 +15,7 @@ from seer_metrics.rules.incidents import Incident
 from seer_metrics.rules.model import RECOVERY_MARGIN_SHARE, VOLUME_STATISTIC, moved_bad_way
 from seer_metrics.rules.readings import number_or_none
 from seer_metrics.slices.identity import SliceIdentity
+from seer_pipelines.alerts.outbox import RECENT_RECOVERY_DAYS
 from seer_pipelines.demo.replay import ReplayedDay
 from seer_pipelines.demo.trouble import Trouble
 
@@ -170,3 +171,16 @@ def still_moved(
             return False
         moved /= normal
     return moved >= RECOVERY_MARGIN_SHARE * rule.escalation_step
+
+
+def corrected(incident: Incident, replayed: Sequence[ReplayedDay]) -> bool:
+    """Whether a page of the incident's slice, on any check, followed its "Recovered"
+    within `RECENT_RECOVERY_DAYS` in the replay: the page that says "failing again"."""
+    closed = incident.closed_on
+    if closed is None:
+        return False
+    return any(
+        0 < (day.day - closed).days <= RECENT_RECOVERY_DAYS
+        and any(page.slice == incident.slice for page in day.pages)
+        for day in replayed
+    )

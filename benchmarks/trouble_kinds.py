@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from kind_targets import (
     WEEK,
+    corrected,
     days_to_close,
     is_volume,
     judge_change_pages,
@@ -245,6 +246,8 @@ class ScenarioResult:
     false_recoveries: int = 0  # "Recovered" on overlapping slices while it lasted
     # of them, those said while the trouble still moved the slice (`still_moved`)
     held_recoveries: int = 0
+    # of them, those a later page of the slice named as "failing again" (`corrected`)
+    corrected_recoveries: int = 0
     # incidents opened before the trouble (clean traffic's) closed while it lasted
     earlier_closed: int = 0
     change_pages: int = 0  # change pages after a judge change, its rule's window reaching it
@@ -335,6 +338,7 @@ def run_scenario(
             result.results[target] = not false
             result.false_recoveries = len(false)
             result.held_recoveries = sum(still_moved(i, config, table, base.table) for i in false)
+            result.corrected_recoveries = sum(corrected(i, replayed) for i in false)
             result.earlier_closed = len(closing) - len(false)
         elif target == "recovered":
             fixed_on = scenario.days or 0
