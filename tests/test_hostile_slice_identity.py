@@ -19,7 +19,7 @@ import pytest
 from seer_metrics.rules import DEFAULT_RULES, CheckOutcome, evaluate_rules
 from seer_metrics.slices import slice_metrics
 from seer_pipelines.alerts import build_check_message, top_missing_requirements
-from seer_pipelines.alerts.outbox import Alert
+from seer_pipelines.alerts.alert_row import Alert
 
 TODAY = date(2026, 11, 20)
 HISTORY_DAYS = 14

@@ -1,11 +1,24 @@
 """Slack alerts: the `seer_alerts` outbox, the Block Kit message, and delivery.
 
-Flow: a check run records its failing outcomes in the outbox (`outbox`), then the
-dispatcher (`dispatch`) builds ONE message per partition (`message`, from the pieces in
-`blocks`, within Slack's limits; examples from `examples`) and delivers it through the
-Slack resource (`slack`). See docs/alerts.md.
+Flow: a check run records its failing outcomes in the outbox (`outbox`, its rows in
+`alert_row`), then the dispatcher (`dispatch`) builds ONE message per partition
+(`message`, from the pieces in `blocks`, within Slack's limits; examples from
+`examples`) and delivers it through the Slack resource (`slack`). See docs/alerts.md.
 """
 
+from seer_pipelines.alerts.alert_row import (
+    CARRIED,
+    KIND_CHECK,
+    KIND_FRESHNESS,
+    KIND_RECOVERED,
+    KIND_RUN_FAILURE,
+    PENDING,
+    RESOLVED,
+    SENT,
+    Alert,
+    RecordSummary,
+    outcome_fingerprint,
+)
 from seer_pipelines.alerts.blocks import SlackMessage, escape_mrkdwn, slack_link
 from seer_pipelines.alerts.dispatch import (
     AlertDispatcher,
@@ -23,20 +36,7 @@ from seer_pipelines.alerts.message import (
     build_run_failure_message,
     render_console,
 )
-from seer_pipelines.alerts.outbox import (
-    CARRIED,
-    KIND_CHECK,
-    KIND_FRESHNESS,
-    KIND_RECOVERED,
-    KIND_RUN_FAILURE,
-    PENDING,
-    RESOLVED,
-    SENT,
-    Alert,
-    AlertOutbox,
-    RecordSummary,
-    outcome_fingerprint,
-)
+from seer_pipelines.alerts.outbox import AlertOutbox
 from seer_pipelines.alerts.slack import (
     AlertDeliveryError,
     DeliveryReceipt,

@@ -12,6 +12,16 @@ from typing import Any
 import pandas as pd
 
 from seer_metrics.rules import CheckOutcome, alert_order, as_date
+from seer_pipelines.alerts.alert_row import (
+    CARRIED,
+    KIND_CHECK,
+    KIND_RECOVERED,
+    KIND_RUN_FAILURE,
+    PENDING,
+    SENT,
+    Alert,
+    RecordSummary,
+)
 from seer_pipelines.alerts.blocks import SlackMessage
 from seer_pipelines.alerts.incident_store import DayIncidents, IncidentStore
 from seer_pipelines.alerts.message import (
@@ -21,17 +31,7 @@ from seer_pipelines.alerts.message import (
     build_run_failure_message,
     render_console,
 )
-from seer_pipelines.alerts.outbox import (
-    CARRIED,
-    KIND_CHECK,
-    KIND_RECOVERED,
-    KIND_RUN_FAILURE,
-    PENDING,
-    SENT,
-    Alert,
-    AlertOutbox,
-    RecordSummary,
-)
+from seer_pipelines.alerts.outbox import AlertOutbox
 from seer_pipelines.alerts.slack import AlertDeliveryError, SlackAlertResource, logger
 
 

@@ -22,6 +22,7 @@ from seer_metrics.rules.wording import escalation_note, failing_again_note, reco
 from seer_metrics.slices.groups import ALL_SLICE
 from seer_metrics.slices.identity import display_label
 from seer_metrics.text.redaction import shorten
+from seer_pipelines.alerts.alert_row import Alert
 from seer_pipelines.alerts.blocks import (
     MAX_LABEL_CHARS,
     MAX_SECTION_CHARS,
@@ -35,7 +36,6 @@ from seer_pipelines.alerts.blocks import (
     short_label,
     slack_link,
 )
-from seer_pipelines.alerts.outbox import Alert
 
 DEFAULT_DAGSTER_URL = "http://localhost:3000"
 MAX_SLICE_SECTIONS = 20

@@ -12,11 +12,9 @@ leave it as it is. A failing service level whose incident was already open is `c
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -25,18 +23,23 @@ from seer_metrics.events import finite_json
 from seer_metrics.rules import CheckOutcome, as_date
 from seer_metrics.rules.incidents import Incident
 from seer_metrics.text.redaction import redact_secrets, shorten
+from seer_pipelines.alerts.alert_row import (
+    CARRIED,
+    KIND_CHECK,
+    KIND_RECOVERED,
+    PENDING,
+    RESOLVED,
+    SENT,
+    Alert,
+    AlertItem,
+    RecordSummary,
+    as_utc,
+    outcome_fingerprint,
+)
 from seer_pipelines.alerts.incident_store import DayIncidents
 from seer_pipelines.warehouse.schema import alerts_table
 from seer_pipelines.warehouse.writer import utc_now
 
-KIND_CHECK = "check"
-KIND_RUN_FAILURE = "run_failure"
-KIND_FRESHNESS = "freshness"
-KIND_RECOVERED = "recovered"
-PENDING, SENT, RESOLVED = "pending", "sent", "resolved"
-# A failing service level whose incident is already open: shown as "still open" in the
-# day's message when something else pages, never a page by itself.
-CARRIED = "carried"
 # A page of a slice that Seer said recovered within this many days says so: on the
 # realistic streams a drift's first days closed chance dips within noise, and the slice
 # paged again 2 days later in 3 of 5 cases, 10 days later in one (on the same check or
@@ -44,62 +47,10 @@ CARRIED = "carried"
 RECENT_RECOVERY_DAYS = 14
 
 
-def as_utc(value: datetime | None) -> datetime | None:
-    """Stored timestamps are UTC; SQLite (and older naive columns) hand them back naive."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class Alert:
-    """One outbox row."""
-
-    id: int
-    partition_date: date
-    kind: str
-    rule: str
-    slice: str
-    severity: str
-    state: str
-    fingerprint: str
-    payload: dict[str, Any]
-    run_id: str | None
-    attempts: int = 0
-    last_error: str | None = None
-    next_attempt_at: datetime | None = None
-    delivered_to: str | None = None
-    slack_ts: str | None = None
-    sent_at: datetime | None = None
-    created_at: datetime | None = None
-
-
-def outcome_fingerprint(outcome: CheckOutcome | Mapping[str, Any]) -> str:
-    """The verdict of a check on a slice, not its exact numbers (which an LLM judge wobbles)."""
-    data = outcome.to_dict() if isinstance(outcome, CheckOutcome) else dict(outcome)
-    keys = ("rule", "slice", "status", "severity", "statistic", "threshold", "baseline_label")
-    verdict = {key: data.get(key) for key in keys}
-    if isinstance(data.get("incident"), Mapping):
-        verdict["incident"] = [data["incident"].get("state"), data["incident"].get("opened_on")]
-    return hashlib.sha256(json.dumps(verdict, sort_keys=True).encode("utf-8")).hexdigest()
-
-
 def _opened(payload: Mapping[str, Any]) -> bool:
     """A row whose check opened its incident today: a page of a new breach."""
     incident = payload.get("incident")
     return isinstance(incident, Mapping) and incident.get("state") == "opened"
-
-
-@dataclass(frozen=True)
-class RecordSummary:
-    """What recording one partition's outcomes changed in the outbox."""
-
-    new_or_changed: int
-    unchanged: int
-    resolved: int
-
-
-AlertItem = tuple[str, str, str, dict[str, Any]]  # rule, slice, severity, payload
 
 
 class AlertOutbox:
