@@ -14,8 +14,9 @@ opened that day.
     `--warm-up` days (the drop rules' trailing baseline) are left out; there the chronic
     breaches of a real retriever open their incidents once, reported apart. Over the
     other days: pages per clean week overall, and pages per clean month (30 days) for
-    each slice family (`all`, one key, or one pair of keys: the `slice_key` column).
-    Target: at most one page per clean month in every family.
+    each slice family (`all`, one key, or one pair of keys: the `slice_key` column), and
+    the days it paged on (a day's pages are one message). Target: at most one page per
+    clean month in every family.
 (b) Releases (`release_kinds.py`): in each stream, at several places (a pair slice, a
     single-key slice, a thin one, a small one) and sizes (the share of the place's
     traffic that loses its top hit, or its top two), a release of `--release-days` days
@@ -32,7 +33,11 @@ opened that day.
     Targets per kind: caught on its first day, led by its own slice, no "Recovered"
     while it lasts, a "Recovered" after a fix, the volume loss said on its day, a judge
     change never paged as a change (a page on a day the stream judged by the new judge
-    all along pages a change too is that day's, not the change's).
+    all along pages a change too is that day's, not the change's). Beside them: of the
+    "Recovered" said while a trouble lasts, those on a day it still moved the slice (the
+    same events without it read better by a quarter of the rule's step) and those a later
+    page of the slice names as failing again; after a fix, the day its slice's incidents,
+    and all it opened, had closed.
 (d) Clean mix: 20 tenants, weekday/weekend volumes and a new tenant from mid-stream on;
     the target of (a).
 
