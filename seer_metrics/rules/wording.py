@@ -362,10 +362,10 @@ def failing_again_note(days: int, recovered_on: str, checks: Sequence[str]) -> s
     reply may have come early (a drift's first days: a chance dip closed within noise
     while the drift grew, and the slice paged again two days later), and the person who
     read it must hear so where they read the page."""
-    named = ", ".join(checks)
+    named = f" ({', '.join(checks)})" if checks else ""
     return (
         f"failing again {days} day{'s' if days != 1 else ''} after Seer said it recovered "
-        f"on {recovered_on} ({named})"
+        f"on {recovered_on}{named}"
     )
 
 
