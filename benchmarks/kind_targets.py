@@ -153,10 +153,11 @@ def still_moved(
     """Whether, on the day the incident closed, the trouble still moved its slice's
     statistic the rule's bad way by at least a quarter of the rule's step (a change rule's
     recovery margin): the same events without the trouble (`clean`) read that much
-    better. It tells a "Recovered" said while the trouble still holds the slice from one
-    of a chance dip that a drift's first days barely touch (seed 120, ideal judge: a
-    tenant's recall read 0.78 against 0.77 before, 4 days into a drift of a pair it
-    shares events with). A volume statistic is read as a share of the clean count."""
+    better. It tells a "Recovered" said while the trouble still holds the slice (ideal
+    judge, seed 114: acme's bloated share read 0.466 on the day it recovered, the same
+    events without the drift 0.397) from one of a chance dip the trouble barely touches
+    (lexical judge, seed 120: tenant=globex's precision beside a drift of prod × v2). A
+    volume statistic is read as a share of the clean count."""
     rule = config.rule(incident.rule)
     day = incident.closed_on
     if day is None:
