@@ -82,4 +82,10 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
                 f"{_mean([r.recall_first_day for r in runs])}: {met}"
                 + "".join(f"; {note}" for note in notes)
             )
+    print("    all kinds:")
+    for target in TARGETS:
+        met = [r.results[target] for r in results if target in r.results]
+        if met:
+            rate = f"{sum(met)} of {len(met)} ({sum(met) / len(met):.0%})"
+            print(f"      {TARGETS[target]:<84} {rate}")
     return passed
