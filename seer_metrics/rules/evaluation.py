@@ -173,32 +173,32 @@ def _drop_baseline(
     today_rows: Mapping[str, Mapping[str, Any]],
     history: SliceHistory,
     day: date,
-) -> tuple[PooledSample | None, str]:
+) -> tuple[PooledSample | None, str, str | None]:
+    """The baseline a change is read against, its words, and the days its trailing
+    window spans (`CheckOutcome.baseline_window`; None for a same-day slice)."""
     assert rule.baseline is not None
     description = rule.baseline.describe()
     if rule.baseline.slice is not None:
         other = today_rows.get(rule.baseline.slice)
         if other is None:
-            return None, description
+            return None, description, None
         statistic = rule.statistic
         mean = number_or_none(other.get(statistic))
         count = event_count(other.get(STATISTICS[statistic][0]))
         if mean is None or count == 0:
-            return None, description
+            return None, description, None
         std = statistic_std(other, statistic, mean, count)
         population = represented_events(other, count)
         error = sampling_error(other, statistic)
-        return pool_groups([mean], [std], [count], [population], [error]), description
+        return pool_groups([mean], [std], [count], [population], [error]), description, None
+    skipped = rule.baseline.skip_recent_days
+    start = window_start(
+        day, rule.baseline.trailing_days, history.excluded, history.lookback_days, skipped
+    )
+    window = f"{start.isoformat()}/{(day - timedelta(days=skipped + 1)).isoformat()}"
     daily = daily_values(rule, history.past, day, history.excluded, history.lookback_days)
     if len(daily.counts) < MINIMUM_BASELINE_DAYS:
-        return None, description
-    start = window_start(
-        day,
-        rule.baseline.trailing_days,
-        history.excluded,
-        history.lookback_days,
-        rule.baseline.skip_recent_days,
-    )
+        return None, description, window
     if (day - start).days > rule.trailing_days:
         description = f"{description} before the incident"
     return (
@@ -206,6 +206,7 @@ def _drop_baseline(
             daily.values, daily.stds, daily.counts, daily.populations, daily.standard_errors
         ),
         description,
+        window,
     )
 
 
@@ -361,7 +362,7 @@ def evaluate_rules(
             else:
                 broken = (excluded_days or {}).get((rule.statistic, label), frozenset())
                 in_incident = day is not None and day - timedelta(days=1) in broken
-                baseline, description = _drop_baseline(
+                baseline, description, window = _drop_baseline(
                     recovery_rule(rule) if in_incident else rule,
                     today_rows,
                     slice_history,
@@ -369,7 +370,7 @@ def evaluate_rules(
                 )
                 outcome = _evaluate_drop(
                     rule, row, settings, base, baseline, description, in_incident
-                )
+                ).replace(baseline_window=window)
                 recent, events, days = recent_reading(
                     rule, slice_history, day or date.min, outcome.observed, outcome.sample_size
                 )

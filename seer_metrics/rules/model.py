@@ -243,6 +243,10 @@ class CheckOutcome:
     partition_date: date | None = None
     baseline: float | None = None
     baseline_label: str | None = None
+    # The days a trailing baseline spans, first and last (ISO, "2026-10-01/2026-10-28");
+    # the breakage days inside it are left out. Two slices' changes add up only when read
+    # over the same days (`rest_figures.same_baseline`). None: a same-day slice baseline.
+    baseline_window: str | None = None
     baseline_sample_size: int | None = None
     delta: float | None = None
     noise: float | None = None

@@ -55,19 +55,19 @@ def _rest(
 
 
 def same_baseline(child: CheckOutcome, parent: CheckOutcome) -> bool:
-    """Whether two outcomes of a rule read their change against comparable days. Not when
-    one slice's open incident keeps its baseline before the incident (`the trailing 7
-    days before the incident`) while the other's is the trailing week, which holds the
-    trouble's days: their drops, and the rest of the parent's, do not add up. On a drift
-    over tenant=acme (ideal judge, seed 117) prod x acme fell 0.16 against the 28 days
-    before its incident, acme 0.11 against a week the drift was already in, and prod x
-    acme "explained 100%" of acme's drop. A drift rule's windows both end a week back,
-    before the days of a trouble under way, whichever incident holds them: they compare
-    (refused, the drift of prod x v2 lost its lead to env=prod on its later days)."""
-    if child.baseline_label == parent.baseline_label or None in (
-        child.baseline_label,
-        parent.baseline_label,
-    ):
+    """Whether two outcomes of a rule read their change over the same days. Not when one
+    slice's open incident keeps its baseline before the incident while the other's is the
+    trailing week, which holds the trouble's days: their drops, and the rest of the
+    parent's, do not add up. On a drift over tenant=acme (ideal judge, seed 117) prod x
+    acme fell 0.16 against the 28 days before its incident, acme 0.11 against a week the
+    drift was already in, and prod x acme "explained 100%" of acme's drop. A drift rule's
+    windows both end a week back, before the days of a trouble under way, whichever
+    incident holds them: they compare (refused, the drift of prod x v2 lost its lead to
+    env=prod on its later days). Outcomes without a window (a same-day baseline, or
+    stored before windows were) compare."""
+    if None in (child.baseline_window, parent.baseline_window):
+        return True
+    if child.baseline_window == parent.baseline_window:
         return True
     return child.recent_days > 0 and parent.recent_days > 0
 

@@ -651,18 +651,25 @@ def test_drops_against_other_days_explain_nothing() -> None:
     against a trailing week the drift was already in (0.73). prod x acme "explained 100%"
     of acme's drop, the rest of acme without figures, and led; acme's drift did not."""
     prod_acme = "env=prod,tenant=acme"
-    week, before = "the trailing 7 days", "the trailing 28 days before the incident"
-    parent = drop("tenant=acme", 110, 0.114, baseline=0.73, baseline_label=week)
-    child = drop(prod_acme, 78, 0.161, baseline=0.76, baseline_label=before)
+    week = dict(baseline_label="the trailing 7 days", baseline_window="2026-11-03/2026-11-09")
+    before = dict(
+        baseline_label="the trailing 28 days before the incident",
+        baseline_window="2026-10-01/2026-11-06",
+    )
+    parent = drop("tenant=acme", 110, 0.114, baseline=0.73, **week)
+    child = drop(prod_acme, 78, 0.161, baseline=0.76, **before)
     assert narrower_parts(parent, [parent, child], {}) == []
     outcomes = [parent, child, drift("tenant=acme", 110, 0.15), drift(prod_acme, 78, 0.167)]
     assert lead_slices(alert_order(outcomes))[0] == "tenant=acme"
-    same_days = child.replace(baseline_label=week)
+    same_days = child.replace(**week)
     assert narrower_parts(parent, [parent, same_days], {})[0].share == pytest.approx(1.0, 0.01)
+    # both before an incident, but incidents that opened on other days: other days too
+    other_incident = parent.replace(**before).replace(baseline_window="2026-10-03/2026-11-08")
+    assert narrower_parts(other_incident, [other_incident, child], {}) == []
     # a drift rule's windows both end a week back, before a trouble under way: they compare
     recent = dict(recent_observed=0.7, recent_sample_size=600, recent_days=8)
-    drift_parent = drift("tenant=acme", 110, 0.114, baseline_label="the 28 days before the last 7")
-    drift_child = drift(prod_acme, 78, 0.161, baseline_label="the 28 days before the incident")
+    drift_parent = drift("tenant=acme", 110, 0.114, baseline_window="2026-09-05/2026-10-02")
+    drift_child = drift(prod_acme, 78, 0.161, baseline_window="2026-09-01/2026-10-02")
     drifts = [drift_parent.replace(**recent), drift_child.replace(**recent)]
     assert narrower_parts(drifts[0], drifts, {})[0].share == pytest.approx(1.0, 0.01)
 
