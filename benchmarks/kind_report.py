@@ -19,6 +19,11 @@ def _day(day: int | None) -> str:
     return "never" if day is None else str(day)
 
 
+def _met(results: Sequence[ScenarioResult], target: str) -> list[bool]:
+    """Whether each scenario that has `target` met it."""
+    return [r.results[target] for r in results if target in r.results]
+
+
 def check(ok: bool) -> str:
     return "ok" if ok else "MISSED"
 
@@ -33,7 +38,7 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
     for kind, group in by_kind.items():
         print(f"    {kind}:")
         for target in TARGETS:
-            met = [r.results[target] for r in group if target in r.results]
+            met = _met(group, target)
             if not met:
                 continue
             ok = all(met)
@@ -84,7 +89,7 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
             )
     print("    all kinds:")
     for target in TARGETS:
-        met = [r.results[target] for r in results if target in r.results]
+        met = _met(results, target)
         if met:
             rate = f"{sum(met)} of {len(met)} ({sum(met) / len(met):.0%})"
             print(f"      {TARGETS[target]:<84} {rate}")

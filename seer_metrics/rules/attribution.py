@@ -38,7 +38,7 @@ from seer_metrics.rules.nested_leads import changes_seen_through, nested_leads
 from seer_metrics.rules.readings import event_count, number_or_none, statistic_std
 from seer_metrics.rules.rest_figures import today_figures
 from seer_metrics.slices.groups import ALL_SLICE
-from seer_metrics.slices.identity import SliceIdentity
+from seer_metrics.slices.identity import SliceIdentity, is_narrower
 
 # Shares this close tie: the slice with fewer keys (the simpler story) is preferred.
 SHARE_TIE = 0.05
@@ -54,11 +54,6 @@ def parent_slices(label: str) -> tuple[str, ...]:
 def key_count(label: str) -> int:
     """How many keys a slice fixes: 0 for `all`, 2 for `env=prod,feature_flag=v2`."""
     return SliceIdentity.decode(label).arity
-
-
-def is_narrower(child: str, parent: str) -> bool:
-    """Whether every event of `child` is in `parent` and `child` fixes more keys."""
-    return SliceIdentity.decode(child).is_narrower_than(SliceIdentity.decode(parent))
 
 
 def _capped(share: float) -> float:

@@ -14,7 +14,7 @@ from seer_metrics.rules.explanation import (
     explanation,
 )
 from seer_metrics.rules.model import CheckOutcome
-from seer_metrics.slices.identity import SliceIdentity
+from seer_metrics.slices.identity import SliceIdentity, is_narrower
 
 
 def _read_by(
@@ -56,8 +56,7 @@ def nested_leads(
     inside: set[tuple[str, str]] = set()
     for child in leads:
         for wider in leads:
-            slices = SliceIdentity.decode(child.slice), SliceIdentity.decode(wider.slice)
-            if wider.statistic != child.statistic or not slices[0].is_narrower_than(slices[1]):
+            if wider.statistic != child.statistic or not is_narrower(child.slice, wider.slice):
                 continue
             seen, found = _read_by(wider, child.slice, by_rule, rows)
             if seen is None or found is None:

@@ -163,6 +163,12 @@ def _column(parts: tuple[str, ...]) -> str:
     return PAIR_SEPARATOR.join(_escape(part, _ESCAPED_IN_VALUES) for part in parts)
 
 
+def is_narrower(child: str, parent: str) -> bool:
+    """Whether every event of slice `child` is in slice `parent` and `child` fixes more
+    keys (`SliceIdentity.is_narrower_than` of two labels)."""
+    return SliceIdentity.decode(child).is_narrower_than(SliceIdentity.decode(parent))
+
+
 def display_label(label: str, separator: str = PAIR_SEPARATOR) -> str:
     """`SliceIdentity.display` of a label; a text that is no label is shown as it is (the
     message must go out even for a row the codec did not write)."""

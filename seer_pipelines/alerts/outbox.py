@@ -204,10 +204,10 @@ class AlertOutbox:
                 if state in ("carried", "under_parent"):
                     carried.add((outcome.rule, outcome.slice))
             items.append((outcome.rule, outcome.slice, outcome.severity, payload))
-        opened = {label for _, label, _, payload in items if _opened(payload)}
-        recoveries = self.recoveries_before(partition_date, opened)
-        for _, label, _, payload in items:
-            if label in recoveries and _opened(payload):
+        opened = [(label, payload) for _, label, _, payload in items if _opened(payload)]
+        recoveries = self.recoveries_before(partition_date, {label for label, _ in opened})
+        for label, payload in opened:
+            if label in recoveries:
                 recovered_on, checks = recoveries[label]
                 payload["incident"] |= {
                     "recovered_on": recovered_on.isoformat(),
