@@ -18,7 +18,11 @@ from datetime import date
 from typing import Any
 
 from seer_metrics.rules import CheckOutcome, as_date, outcome_summary
-from seer_metrics.rules.wording import escalation_note, failing_again_note, recovery_note
+from seer_metrics.rules.incident_wording import (
+    escalation_note,
+    failing_again_note,
+    recovery_note,
+)
 from seer_metrics.slices.groups import ALL_SLICE
 from seer_metrics.slices.identity import display_label
 from seer_metrics.text.redaction import shorten

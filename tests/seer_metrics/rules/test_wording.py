@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seer_metrics.rules.wording import failing_again_note
+from seer_metrics.rules.incident_wording import failing_again_note
 
 
 def test_failing_again_says_how_long_ago_and_which_checks_recovered() -> None:

@@ -1,0 +1,48 @@
+"""The words of an incident's story across days, as a page or a reply tells it: much
+worse since it opened, failing again soon after a "Recovered", or back (the figures
+worded by `wording`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from seer_metrics.rules.wording import format_value, statistic_label
+
+
+def escalation_note(
+    statistic: str, observed: float | None, opened_on: str, opened_observed: float | None
+) -> str:
+    """The line of an open incident that got much worse: it pages again, once."""
+    now = format_value(statistic, observed)
+    was = format_value(statistic, opened_observed)
+    return (
+        f"still open since {opened_on}, now much worse: {statistic_label(statistic)} {now}, "
+        f"was {was} when it opened"
+    )
+
+
+def failing_again_note(days: int, recovered_on: str, checks: Sequence[str]) -> str:
+    """The line of a slice that pages within days of a "Recovered" reply about it: that
+    reply may have come early (a drift's first days: a chance dip closed within noise
+    while the drift grew, and the slice paged again two days later), and the person who
+    read it must hear so where they read the page."""
+    named = f" ({', '.join(checks)})" if checks else ""
+    return (
+        f"failing again {days} day{'s' if days != 1 else ''} after Seer said it recovered "
+        f"on {recovered_on}{named}"
+    )
+
+
+def recovery_note(
+    statistic: str,
+    observed: float | None,
+    before: float | None,
+    opened_observed: float | None,
+) -> str:
+    """What a recovered incident reached, against the level before it (and at its start)."""
+    parts = [f"{statistic_label(statistic)} back to {format_value(statistic, observed)}"]
+    if before is not None:
+        parts.append(f"{format_value(statistic, before)} before the incident")
+    if opened_observed is not None:
+        parts.append(f"{format_value(statistic, opened_observed)} when it opened")
+    return parts[0] + (f" ({'; '.join(parts[1:])})" if len(parts) > 1 else "")
