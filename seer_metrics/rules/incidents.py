@@ -12,7 +12,8 @@ A drop rule (a change) is followed the same way, and its passes are clear only w
 slice is back within noise of its pre-incident level (its baseline never learns the
 breakage: `seer_metrics.rules.breakage`) and half way back from where it opened; it
 closes when its latest readings since its last failure (the count and one more) hold
-the count of clear passes and, together, are back within their pooled noise. A reading
+the count of clear passes and, together, are back within their pooled noise (a change
+that failed on one day only, no sooner than twice the count after it opened). A reading
 of its own short of back stays in that window (so a residual gap keeps the incident
 open, and one chance low day ages out); a pass held because a slice sharing its events
 still fails starts the count again, one held because such a slice is not back (or a wider
@@ -51,6 +52,7 @@ from seer_metrics.rules.recovery import (
     pooled_level_recovery,
     pooled_recovery,
     recovery_baseline,
+    seen_long_enough,
 )
 
 VerdictStatus = Literal["fail", "pass", "inconclusive"]  # as stored, a day at a time
@@ -321,7 +323,12 @@ def follow(
         recent_readings=window,
         clear_passes=sum(1 for _, _, was_clear in window if was_clear),
     )
-    if clear and recovering.clear_passes >= needed and pooled_recovery(recovering, verdict.margin):
+    if (
+        clear
+        and recovering.clear_passes >= needed
+        and seen_long_enough(incident, day, needed)
+        and pooled_recovery(recovering, verdict.margin)
+    ):
         return replace(recovering, closed_on=day), "closed"
     return recovering, "carried"
 

@@ -34,7 +34,9 @@ from seer_metrics.rules import (
     wilson_interval,
 )
 from seer_metrics.rules.evaluation import recovery_rule
+from seer_metrics.rules.incident_day import IncidentChanges
 from seer_metrics.rules.incidents import Verdict, follow
+from seer_metrics.rules.model import as_date
 from seer_metrics.rules.recovery import pooled_recovery
 from seer_metrics.rules.wording import outcome_summary, rest_phrase
 from seer_metrics.slices import SLICE_COLUMNS, slice_metrics
@@ -593,6 +595,16 @@ def change(day: str, status: str, label: str = "env=prod") -> CheckOutcome:
     )
 
 
+def opened_over_two_days(outcomes: list[CheckOutcome]) -> IncidentChanges:
+    """The day's changes when these failing outcomes failed the day before too: a change
+    that failed on one day only closes no sooner than twice the count after it opened,
+    and the tests using this follow what else decides its close."""
+    day_before = [
+        o.replace(partition_date=as_date(o.partition_date) - timedelta(days=1)) for o in outcomes
+    ]
+    return advance_incidents(advance_incidents([], day_before).still_open, outcomes)
+
+
 def test_a_chronic_breach_opens_one_incident_and_pages_once() -> None:
     days = [f"2026-11-{d:02d}" for d in range(20, 27)]
     statuses = ["pass", "fail", "fail", "not_enough_data", "no_baseline", "fail", "pass"]
@@ -705,7 +717,8 @@ def test_a_change_does_not_recover_while_a_slice_sharing_its_events_still_fails(
     other = [level("2026-11-21", "pass", "tenant=acme"), change("2026-11-21", "fail", "env=prod")]
     assert [v.status for v in day_verdicts(other)] == ["pass", "fail"]
     # once the slice inside it passes too, the pass counts
-    later = [change("2026-11-22", "pass", s) for s in ("tenant=acme", "env=prod,tenant=acme")]
+    # (the pair failed on 11-21 only: it may close from two days after, with a count of 1)
+    later = [change("2026-11-23", "pass", s) for s in ("tenant=acme", "env=prod,tenant=acme")]
     closed = advance_incidents(held.still_open, later, close_after_passes=1)
     assert {i.slice for i in closed.closed} == {"tenant=acme", "env=prod,tenant=acme"}
 
@@ -725,8 +738,7 @@ def test_a_change_does_not_recover_while_a_slice_sharing_its_events_is_not_back(
     passes within noise of its drop but not half way back, as on its last reading: the
     pass is held. A slice that is not back but has no incident open holds nothing (a
     clean day's wobble), nor one low on a day after a reading back (chance)."""
-    opened = advance_incidents(
-        [],
+    opened = opened_over_two_days(
         [
             reading("2026-11-20", "fail", "tenant=acme", 0.60),
             reading("2026-11-20", "fail", "env=prod,tenant=acme", 0.40),
@@ -765,8 +777,7 @@ def test_a_change_does_not_recover_while_a_slice_sharing_its_events_is_not_back(
 def test_one_low_day_of_a_slice_back_from_its_drop_holds_nothing() -> None:
     """After a fix, with dozens of incidents open on a rule, one of them reads low by
     chance on most days; only a slice not back on two readings in a row holds others."""
-    opened = advance_incidents(
-        [],
+    opened = opened_over_two_days(
         [
             reading("2026-11-20", "fail", "tenant=acme", 0.60),
             reading("2026-11-20", "fail", "env=prod,tenant=acme", 0.40),
@@ -822,12 +833,13 @@ def test_an_incident_does_not_recover_while_its_trouble_fails_another_change_rul
         last_failed_on=date(2026, 11, 20),
     )
     open_before = (*second.still_open, chronic)
+    # two days after the nDCG incidents opened (they failed on one day only)
     day = [
-        on("recall_drop", change("2026-11-22", "fail", "env=prod")),
-        on("ndcg_drop", change("2026-11-22", "pass", "env=prod,tenant=initech")),
-        on("ndcg_drop", change("2026-11-22", "pass", "env=dev,tenant=initech")),
-        level("2026-11-22", "pass", "env=prod", rule="recall_high_priority"),
-        on("precision_drop", change("2026-11-22", "pass", "tenant=initech")),
+        on("recall_drop", change("2026-11-23", "fail", "env=prod")),
+        on("ndcg_drop", change("2026-11-23", "pass", "env=prod,tenant=initech")),
+        on("ndcg_drop", change("2026-11-23", "pass", "env=dev,tenant=initech")),
+        level("2026-11-23", "pass", "env=prod", rule="recall_high_priority"),
+        on("precision_drop", change("2026-11-23", "pass", "tenant=initech")),
     ]
     statuses = {(v.rule, v.slice): (v.status, v.held) for v in day_verdicts(day, open_before)}
     assert statuses == {
@@ -844,9 +856,9 @@ def test_an_incident_does_not_recover_while_its_trouble_fails_another_change_rul
     }
     # once the trouble's own rule passes, the held incidents recover
     fixed = [
-        on("recall_drop", change("2026-11-23", "pass", "env=prod")),
-        on("ndcg_drop", change("2026-11-23", "pass", "env=prod,tenant=initech")),
-        level("2026-11-23", "pass", "env=prod", rule="recall_high_priority"),
+        on("recall_drop", change("2026-11-24", "pass", "env=prod")),
+        on("ndcg_drop", change("2026-11-24", "pass", "env=prod,tenant=initech")),
+        level("2026-11-24", "pass", "env=prod", rule="recall_high_priority"),
     ]
     closed = advance_incidents(held.still_open, fixed, close_after_passes=1)
     assert {(i.rule, i.slice) for i in closed.closed} == {
@@ -862,8 +874,7 @@ def test_an_incident_waits_while_its_trouble_is_not_back_on_another_change_rule(
     while the drift went on, passing but far from back. Its pass is paused (neither counts
     nor restarts) while the other rule's incident, opened within a week of it, is not half
     way back on two readings; a slice apart, or the trouble back, recovers."""
-    opened = advance_incidents(
-        [],
+    opened = opened_over_two_days(
         [
             on("recall_drift", reading("2026-11-20", "fail", "tenant=acme", 0.60)),
             bloat(reading("2026-11-20", "fail", "env=prod,tenant=acme", 0.60)),
@@ -1596,12 +1607,44 @@ def test_a_change_recovers_only_when_its_closing_passes_together_are_back_within
         )  # fmt: skip
 
     for later, closes in (([0.73, 0.72, 0.73], False), ([0.79, 0.82, 0.78], True)):
-        incident, _ = follow(None, verdict(0, "fail", 0.60), 3)
+        # failing on two days: the count alone decides when it may close
+        incident, _ = follow(None, verdict(-1, "fail", 0.60), 3)
+        incident, _ = follow(incident, verdict(0, "fail", 0.60), 3)
         transitions = []
         for offset, observed in enumerate(later, start=1):
             incident, transition = follow(incident, verdict(offset, "pass", observed), 3)
             transitions.append(transition)
         assert (transitions[-1] == "closed") is closes, transitions
+
+
+def test_a_change_failing_on_one_day_only_closes_no_sooner_than_twice_the_count() -> None:
+    """A slow drift's first failing day is followed by days that read back within noise
+    (its residual is small yet): closed on them, "Recovered" goes out during the drift. A
+    change that failed on one day only closes no sooner than twice the count after it
+    opened; one that failed on two days closes on its third clear pass, as a level does."""
+    from seer_metrics.rules.incidents import Verdict, follow
+
+    start = date(2026, 11, 1)
+
+    def closing_offset(failing_days: int, kind: str) -> int | None:
+        def verdict(offset: int, status: str, observed: float) -> Verdict:
+            return Verdict(
+                start + timedelta(days=offset), "recall_drop", "tenant=t7", kind,  # type: ignore[arg-type]
+                status, "ERROR", observed=observed, baseline=0.80, noise=0.05,  # type: ignore[arg-type]
+            )  # fmt: skip
+
+        incident = None
+        for offset in range(failing_days):
+            incident, _ = follow(incident, verdict(offset, "fail", 0.60), 3)
+        for offset in range(failing_days, failing_days + 10):
+            incident, transition = follow(incident, verdict(offset, "pass", 0.80), 3)
+            if transition == "closed":
+                return offset
+        return None
+
+    assert closing_offset(1, "drop") == 6
+    assert closing_offset(2, "drop") == 4
+    assert closing_offset(1, "threshold") == 3
 
 
 @pytest.mark.parametrize(
@@ -1637,7 +1680,9 @@ def test_a_changes_latest_readings_decide_its_recovery(readings, closed_on) -> N
             baseline=0.80, noise=0.05, held=held, paused=reading == "paused",  # type: ignore[arg-type]
         )  # fmt: skip
 
-    incident, _ = follow(None, replace(verdict(0, 0.60), status="fail"), 3)
+    # failing on two days: the count alone decides when it may close
+    incident, _ = follow(None, replace(verdict(-1, 0.60), status="fail"), 3)
+    incident, _ = follow(incident, replace(verdict(0, 0.60), status="fail"), 3)
     transitions = []
     for offset, reading in enumerate(readings, start=1):
         incident, transition = follow(incident, verdict(offset, reading), 3)
