@@ -13,7 +13,8 @@ slice is back within noise of its pre-incident level (its baseline never learns 
 breakage: `seer_metrics.rules.breakage`) and half way back from where it opened; it
 closes when its latest readings since its last failure (the count and one more) hold
 the count of clear passes and, together, are back within their pooled noise (a change
-that failed on one day only, no sooner than twice the count after it opened). A reading
+that failed on one day only, as a level against the slice's normal, no sooner than twice
+the count after it opened: `recovery.seen_long_enough`). A reading
 of its own short of back stays in that window (so a residual gap keeps the incident
 open, and one chance low day ages out); a pass held because a slice sharing its events
 still fails starts the count again, one held because such a slice is not back (or a wider
@@ -305,7 +306,12 @@ def follow(
         recovering = replace(
             incident, **_latest(verdict), recent_readings=window, clear_passes=len(window)
         )
-        if clear and len(window) >= needed and pooled_level_recovery(recovering, verdict.threshold):
+        if (
+            clear
+            and len(window) >= needed
+            and seen_long_enough(incident, day, needed)
+            and pooled_level_recovery(recovering, verdict.threshold)
+        ):
             return replace(recovering, closed_on=day), "closed"
         return recovering, "carried"
     if incident.kind != "drop":

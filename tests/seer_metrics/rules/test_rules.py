@@ -1620,8 +1620,9 @@ def test_a_change_recovers_only_when_its_closing_passes_together_are_back_within
 def test_a_change_failing_on_one_day_only_closes_no_sooner_than_twice_the_count() -> None:
     """A slow drift's first failing day is followed by days that read back within noise
     (its residual is small yet): closed on them, "Recovered" goes out during the drift. A
-    change that failed on one day only closes no sooner than twice the count after it
-    opened; one that failed on two days closes on its third clear pass, as a level does."""
+    change, or a level against the slice's normal, that failed on one day only closes no
+    sooner than twice the count after it opened; one that failed on two days closes on its
+    third clear pass, as a level against a fixed line does."""
     from seer_metrics.rules.incidents import Verdict, follow
 
     start = date(2026, 11, 1)
@@ -1644,7 +1645,21 @@ def test_a_change_failing_on_one_day_only_closes_no_sooner_than_twice_the_count(
 
     assert closing_offset(1, "drop") == 6
     assert closing_offset(2, "drop") == 4
-    assert closing_offset(1, "threshold") == 3
+    assert closing_offset(1, "threshold") == 3  # a level against a fixed line
+
+    def level_closing_offset(failing_days: int) -> int | None:
+        """A level against the slice's normal (its line and normal in the verdict)."""
+        incident = None
+        for offset in range(failing_days):
+            incident, _ = follow(incident, _level_verdict(offset, "fail", 0.80), 3)
+        for offset in range(failing_days, failing_days + 10):
+            incident, transition = follow(incident, _level_verdict(offset, "pass", 0.42), 3)
+            if transition == "closed":
+                return offset
+        return None
+
+    assert level_closing_offset(1) == 6
+    assert level_closing_offset(2) == 4
 
 
 @pytest.mark.parametrize(
@@ -1720,7 +1735,9 @@ def _level_verdict(offset: int, status: str, observed: float, threshold=0.10) ->
 def test_a_level_against_its_normal_pools_its_passes_to_recover(readings, closed_on) -> None:
     """After a fix env=prod's share read 0.04 above and below its normal by turns: each
     day alone was rarely clearly within the line, and the incident stayed open two weeks."""
-    incident, _ = follow(None, _level_verdict(0, "fail", 0.80), 3)
+    # failing on two days: the count alone decides when it may close
+    incident, _ = follow(None, _level_verdict(-1, "fail", 0.80), 3)
+    incident, _ = follow(incident, _level_verdict(0, "fail", 0.80), 3)
     transitions = []
     for offset, reading in enumerate(readings, start=1):
         if reading == "fail":
