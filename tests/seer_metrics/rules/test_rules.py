@@ -1627,39 +1627,33 @@ def test_a_change_failing_on_one_day_only_closes_no_sooner_than_twice_the_count(
 
     start = date(2026, 11, 1)
 
-    def closing_offset(failing_days: int, kind: str) -> int | None:
+    def change_or_fixed_level(kind: str):
         def verdict(offset: int, status: str, observed: float) -> Verdict:
             return Verdict(
                 start + timedelta(days=offset), "recall_drop", "tenant=t7", kind,  # type: ignore[arg-type]
                 status, "ERROR", observed=observed, baseline=0.80, noise=0.05,  # type: ignore[arg-type]
             )  # fmt: skip
 
+        return verdict
+
+    def closing_offset(verdict, failing_days: int, failing: float, back: float) -> int | None:
         incident = None
         for offset in range(failing_days):
-            incident, _ = follow(incident, verdict(offset, "fail", 0.60), 3)
+            incident, _ = follow(incident, verdict(offset, "fail", failing), 3)
         for offset in range(failing_days, failing_days + 10):
-            incident, transition = follow(incident, verdict(offset, "pass", 0.80), 3)
+            incident, transition = follow(incident, verdict(offset, "pass", back), 3)
             if transition == "closed":
                 return offset
         return None
 
-    assert closing_offset(1, "drop") == 6
-    assert closing_offset(2, "drop") == 4
-    assert closing_offset(1, "threshold") == 3  # a level against a fixed line
-
-    def level_closing_offset(failing_days: int) -> int | None:
-        """A level against the slice's normal (its line and normal in the verdict)."""
-        incident = None
-        for offset in range(failing_days):
-            incident, _ = follow(incident, _level_verdict(offset, "fail", 0.80), 3)
-        for offset in range(failing_days, failing_days + 10):
-            incident, transition = follow(incident, _level_verdict(offset, "pass", 0.42), 3)
-            if transition == "closed":
-                return offset
-        return None
-
-    assert level_closing_offset(1) == 6
-    assert level_closing_offset(2) == 4
+    drop = change_or_fixed_level("drop")
+    assert closing_offset(drop, 1, 0.60, 0.80) == 6
+    assert closing_offset(drop, 2, 0.60, 0.80) == 4
+    # a level against a fixed line keeps its count
+    assert closing_offset(change_or_fixed_level("threshold"), 1, 0.60, 0.80) == 3
+    # a level against the slice's normal (its line and normal in the verdict) waits
+    assert closing_offset(_level_verdict, 1, 0.80, 0.42) == 6
+    assert closing_offset(_level_verdict, 2, 0.80, 0.42) == 4
 
 
 @pytest.mark.parametrize(
