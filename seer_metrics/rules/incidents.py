@@ -12,9 +12,8 @@ A drop rule (a change) is followed the same way, and its passes are clear only w
 slice is back within noise of its pre-incident level (its baseline never learns the
 breakage: `seer_metrics.rules.breakage`) and half way back from where it opened; it
 closes when its latest readings since its last failure (the count and one more) hold
-the count of clear passes and, together, are back within their pooled noise (a change
-that failed on one day only, as a level against the slice's normal, no sooner than twice
-the count after it opened: `recovery.seen_long_enough`). A reading
+the count of clear passes and, together, are back within their pooled noise (after one
+failing day, not before `recovery.seen_long_enough`). A reading
 of its own short of back stays in that window (so a residual gap keeps the incident
 open, and one chance low day ages out); a pass held because a slice sharing its events
 still fails starts the count again, one held because such a slice is not back (or a wider

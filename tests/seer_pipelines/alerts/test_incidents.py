@@ -318,6 +318,15 @@ def back(day: date, rule: str, slice_label: str) -> CheckOutcome:
     return outcome(day, "pass", rule, slice_label).replace(observed=0.79, baseline=0.78)
 
 
+def recover_after_two_failing_days(dispatcher: AlertDispatcher, engine: sa.Engine) -> None:
+    """env=prod's f1 drop fails on DAYS[0] and DAYS[1] and recovers on DAYS[2]: failing on
+    two days, it may close on its first clear pass (the dispatcher closes on one)."""
+    for day in DAYS[:2]:
+        dispatcher.alert_on_day(day, [outcome(day, "fail", "f1_drop", "env=prod")], "r")
+    dispatcher.alert_on_day(DAYS[2], [back(DAYS[2], "f1_drop", "env=prod")], "r")
+    assert [a.slice for a in AlertOutbox(engine).rows(kind=KIND_RECOVERED)] == ["env=prod"]
+
+
 def test_a_slice_paging_within_two_weeks_of_its_recovered_reply_says_it_fails_again(
     engine,
 ) -> None:
@@ -325,11 +334,7 @@ def test_a_slice_paging_within_two_weeks_of_its_recovered_reply_says_it_fails_ag
     is corrected in the page that follows, whichever of the slice's checks pages."""
     with FakeSlack() as slack:
         dispatcher = dispatcher_for(engine, slack)
-        # failing on two days, it may close on its first clear pass (one a day)
-        for day in DAYS[:2]:
-            dispatcher.alert_on_day(day, [outcome(day, "fail", "f1_drop", "env=prod")], "r")
-        dispatcher.alert_on_day(DAYS[2], [back(DAYS[2], "f1_drop", "env=prod")], "r")
-        assert [a.slice for a in AlertOutbox(engine).rows(kind=KIND_RECOVERED)] == ["env=prod"]
+        recover_after_two_failing_days(dispatcher, engine)
         again = [
             outcome(DAYS[4], "fail", "recall_drop", "env=prod"),
             outcome(DAYS[4], "fail", "recall_drop", "env=staging"),
@@ -345,10 +350,7 @@ def test_a_page_more_than_two_weeks_after_a_recovery_is_a_new_story(engine) -> N
     later = DAYS[2] + timedelta(days=15)
     with FakeSlack() as slack:
         dispatcher = dispatcher_for(engine, slack)
-        for day in DAYS[:2]:
-            dispatcher.alert_on_day(day, [outcome(day, "fail", "f1_drop", "env=prod")], "r")
-        dispatcher.alert_on_day(DAYS[2], [back(DAYS[2], "f1_drop", "env=prod")], "r")
-        assert [a.slice for a in AlertOutbox(engine).rows(kind=KIND_RECOVERED)] == ["env=prod"]
+        recover_after_two_failing_days(dispatcher, engine)
         dispatcher.alert_on_day(later, [outcome(later, "fail", "f1_drop", "env=prod")], "r")
         assert len(slack.top_level_messages) == 2
         assert "failing again" not in str(slack.top_level_messages[-1]["blocks"])
