@@ -93,21 +93,22 @@ class Verdict:
     # Held only because a slice sharing its events is not back from its own incident (not
     # failing): the reading says nothing either way, so it neither counts nor restarts.
     paused: bool = False
+    # A clear pass while the same slice's incident on another change rule, of the same
+    # trouble, is together still low: it counts, but the incident closes with that one,
+    # not before (`incident_day.day_verdicts`).
+    waiting: bool = False
 
     def figures(self) -> dict[str, Any]:
         """The numbers behind the verdict, as stored with it (`figure_fields` reads them)."""
-        return {name: getattr(self, name) for name in (*_FIGURES, "worse_when", "held", "paused")}
+        return {name: getattr(self, name) for name in (*_FIGURES, "worse_when", *_FLAGS)}
 
     @staticmethod
     def figure_fields(figures: Mapping[str, Any] | None) -> dict[str, Any]:
         """The keyword arguments of `Verdict` that `figures()` stored (missing: None)."""
         figures = figures or {}
         fields = {name: number_or_none(figures.get(name)) for name in _FIGURES}
-        return fields | {
-            "worse_when": str(figures.get("worse_when") or "below"),
-            "held": figures.get("held") is True,
-            "paused": figures.get("paused") is True,
-        }
+        flags = {name: figures.get(name) is True for name in _FLAGS}
+        return fields | {"worse_when": str(figures.get("worse_when") or "below")} | flags
 
     @classmethod
     def of(cls, outcome: CheckOutcome) -> Verdict | None:
@@ -137,6 +138,7 @@ class Verdict:
 
 
 _FIGURES = ("observed", "baseline", "noise", "escalation_step", "margin", "threshold")
+_FLAGS = ("held", "paused", "waiting")
 
 
 def _against_normal(outcome: CheckOutcome) -> bool:
@@ -307,6 +309,7 @@ def follow(
         )
         if (
             clear
+            and not verdict.waiting
             and len(window) >= needed
             and seen_long_enough(incident, day, needed)
             and pooled_level_recovery(recovering, verdict.threshold)
@@ -315,7 +318,7 @@ def follow(
         return recovering, "carried"
     if incident.kind != "drop":
         recovering = replace(incident, clear_passes=incident.clear_passes + 1, **_latest(verdict))
-        if recovering.clear_passes >= needed:
+        if recovering.clear_passes >= needed and not verdict.waiting:
             return replace(recovering, closed_on=day), "closed"
         return recovering, "carried"
     # A change's own reading short of back does not start its count again: it stays in
@@ -330,6 +333,7 @@ def follow(
     )
     if (
         clear
+        and not verdict.waiting
         and recovering.clear_passes >= needed
         and seen_long_enough(incident, day, needed)
         and pooled_recovery(recovering, verdict.margin)

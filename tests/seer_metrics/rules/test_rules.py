@@ -35,7 +35,7 @@ from seer_metrics.rules import (
 )
 from seer_metrics.rules.evaluation import recovery_rule
 from seer_metrics.rules.incident_day import IncidentChanges
-from seer_metrics.rules.incidents import Verdict, follow
+from seer_metrics.rules.incidents import Verdict, follow, incident_runs
 from seer_metrics.rules.model import as_date
 from seer_metrics.rules.recovery import pooled_recovery
 from seer_metrics.rules.wording import outcome_summary, rest_phrase
@@ -983,6 +983,72 @@ def test_a_pass_waits_while_a_wider_slice_around_it_stays_low(
     }
     assert paused[("recall_drop", "env=prod,tenant=acme")] is False
     assert paused[("bloat_rise", "env=prod,tenant=acme")] is narrow_reads_paused
+
+
+@pytest.mark.parametrize(
+    ("recall_opened", "bloat_waits"),
+    [("2026-11-19", True), ("2026-10-19", False)],
+    ids=["same trouble", "a recall incident opened weeks before"],
+)
+def test_a_slice_recovers_as_one_while_its_trouble_is_low_on_another_change_rule(
+    recall_opened: str, bloat_waits: bool
+) -> None:
+    """A drift of prod x v2 (lexical judge, seed 133) opened the slice's bloat with its
+    recall drop; the bloat read back at its normal and "recovered" while recall, each
+    reading half way back, was together still low. The bloat's clear passes count but it
+    closes only with the recall incident, the same day; stored so, the folded history
+    agrees. A recall incident opened weeks before (a chronic one) holds nothing."""
+    label = "env=prod,feature_flag=retrieval-v2"
+    recall_failed = on("recall_drop", reading(recall_opened, "fail", label, 0.60))
+    bloat_failed = bloat(reading(recall_opened, "fail", label, 0.60))
+    if bloat_waits:
+        opened = opened_over_two_days([recall_failed, bloat_failed])
+    else:
+        chronic = advance_incidents([], [recall_failed]).still_open
+        opened = opened_over_two_days([bloat_failed.replace(partition_date="2026-11-19")])
+        opened = replace(opened, carried=(*opened.carried, *chronic))
+    still_open = list(opened.still_open)
+    # recall within noise on each day, together 0.08 low (noise 0.05); then back
+    recall_readings = [0.72, 0.72, 0.72, 0.80, 0.80, 0.80, 0.80, 0.80]
+    closed_on: dict[str, date] = {}
+    stored = []
+    for offset, observed in enumerate(recall_readings, start=20):
+        day = f"2026-11-{offset}"
+        outcomes = [
+            on("recall_drop", reading(day, "pass", label, observed)),
+            bloat(reading(day, "pass", label, 0.79)),
+        ]
+        changes = advance_incidents(still_open, outcomes, close_after_passes=2)
+        stored.extend(changes.verdicts)
+        still_open = list(changes.still_open)
+        closed_on |= {i.rule: i.closed_on for i in changes.closed}
+    if bloat_waits:
+        assert closed_on["bloat_rise"] == closed_on["recall_drop"] > date(2026, 11, 23)
+        # recall's first reading is within its noise; from the second, its readings
+        # together are low and the bloat's clear passes wait
+        waits = [v.waiting for v in stored if v.rule == "bloat_rise"]
+        assert waits[:4] == [False, True, True, True]
+    else:
+        # beside a chronic recall incident, the bloat closes on its own count
+        assert closed_on["bloat_rise"] == date(2026, 11, 21)
+        assert not any(v.waiting for v in stored)
+    # the stored verdicts, folded, close the bloat on the same day
+    bloat_verdicts = [
+        *(Verdict.of(bloat_failed.replace(partition_date=d)) for d in ("2026-11-18", "2026-11-19")),
+        *(
+            Verdict(**{**Verdict.figure_fields(v.figures()), **_identity(v)})
+            for v in stored
+            if v.rule == "bloat_rise"
+        ),
+    ]
+    (run,) = incident_runs(bloat_verdicts, close_after_passes=2)
+    assert run.closed_on == closed_on["bloat_rise"]
+
+
+def _identity(verdict: Verdict) -> dict:
+    """A stored verdict's fields besides its figures."""
+    names = ("day", "rule", "slice", "kind", "status", "severity", "message")
+    return {name: getattr(verdict, name) for name in names}
 
 
 def _follow_days(statuses: str, close_after_passes: int = 3):
