@@ -5,8 +5,9 @@ Two rules look across slices, so they live here rather than in `follow`, which s
 (rule, slice) at a time: a change's pass is held while a slice sharing events with it
 still fails the rule, or is not back from its open incident on it, and any incident's
 pass while its trouble still fails another change rule, or while a wider slice around
-it is together still low (`day_verdicts`, stored as decided so the folded history
-agrees), and a level a slice first breaches under its
+it is together still low, and its close while the same slice is together still low on
+another change rule (`day_verdicts`, stored as decided so the folded history agrees),
+and a level a slice first breaches under its
 parent's open breach opens without a page (`under_parent`).
 """
 
@@ -158,7 +159,9 @@ def day_verdicts(
     incident opened within `SAME_TROUBLE_DAYS` of it, or paused while that incident
     passes but is not back (on two readings); and paused while a wider slice around it
     has a change incident opened within that time whose readings together are still
-    low (`_inside_a_low_change`). A drift over tenant=acme had opened
+    low (`_inside_a_low_change`); and a clear pass `waiting` (it counts, but does not
+    close) while the same slice's incident on another change rule, opened within that
+    time, is together still low (`_beside_a_low_change`). A drift over tenant=acme had opened
     env=prod,tenant=acme's bloat with acme's recall drift; the bloat read back within
     noise and "recovered" while the drift went on, passing but far from back (ideal
     judge, seed 104)."""
@@ -303,9 +306,10 @@ def _beside_a_low_change(
     closes the day the other one does, in the same reply."""
     if incident is None or verdict.status != "pass":
         return False
+    mine = SliceIdentity.decode(verdict.slice)
     return any(
         other.rule != verdict.rule
-        and other.slice == SliceIdentity.decode(verdict.slice)
+        and other.slice == mine
         and abs((other.opened_on - incident.opened_on).days) <= SAME_TROUBLE_DAYS
         for other in low
     )
