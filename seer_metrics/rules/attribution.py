@@ -201,7 +201,15 @@ def alert_order(
         found = [w for w in (item.explained_width, carried.get(item.key)) if w is not None]
         return min(found, default=None)
 
-    leads = [Lead(i.outcome, i.impact, width(i)) for i in items if i.leads]
+    # a lead is read against a crossing one as explaining as wide a change as its
+    # slice's widest explained change, on any statistic
+    slice_width: dict[str, int] = {}
+    for item in items:
+        found = width(item)
+        if item.leads and found is not None:
+            label = item.outcome.slice
+            slice_width[label] = min(found, slice_width.get(label, found))
+    leads = [Lead(i.outcome, i.impact, slice_width.get(i.outcome.slice)) for i in items if i.leads]
     yielding = yielding_leads(leads, outside_reader(outcomes, rows), lift_reader(outcomes))
     yielding |= inside | seen_through
     # a slice's leads weigh as its strongest one: across statistics in units of their

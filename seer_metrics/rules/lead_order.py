@@ -59,9 +59,11 @@ LIFT_RATIO = 2.0
 @dataclass(frozen=True)
 class Lead:
     """A rule's lead, how much it moved the whole traffic's mean, and how wide a change
-    it explains (`width`: the keys of the slice whose change it explains, the order
-    `attribution.alert_order` reads first; None for none): a lead yields only to a
-    crossing one explaining as wide a change or a wider one."""
+    its slice explains (`width`: the keys of the widest slice whose change one of its
+    slice's leads explains, on any statistic; None for none): a lead yields only to a
+    crossing one explaining as wide a change or a wider one. Prod x v2 bloated (lexical
+    judge, seed 138): its context size rise explained env=prod's, its f1 drop nothing
+    wider, and retrieval-v2 x globex's f1 drop, explaining globex's, had led."""
 
     outcome: CheckOutcome
     impact: float | None

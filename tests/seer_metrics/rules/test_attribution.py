@@ -714,3 +714,28 @@ def test_the_leads_of_one_slice_keep_their_order_by_impact() -> None:
     all_row |= {"mean_f1": 0.6, "std_f1": 0.15, "count_f1": 300}
     items = alert_order(outcomes, pd.DataFrame([all_row]))
     assert [i.outcome.rule for i in items] == ["recall_drop", "f1_drop"]
+
+
+def test_a_crossing_lead_yields_to_a_slice_whose_other_lead_explains_as_wide_a_change() -> None:
+    """Lexical judge, prod x v2 bloated from 4 to 8 passages (seed 138): its context size
+    rise explained env=prod's, but its f1 drop explained nothing wider (retrieval-v2's f1
+    read within noise), so retrieval-v2 x globex's f1 drop, explaining globex's, an
+    ERROR, led the message. A lead is read against a crossing one as explaining as wide
+    a change as its slice's widest explained change: the pair's drop lives in
+    prod x v2's events (the smaller impact) and comes after it."""
+    f1 = dict(rule="f1_drop", statistic="mean_f1")
+    size = dict(rule="context_size_rise", statistic="mean_n", severity="WARN")
+    size |= dict(worse_when="above", threshold=1.0)
+    v2_globex = "feature_flag=retrieval-v2,tenant=globex"
+    outcomes = [
+        drop("feature_flag=retrieval-v2", 200, 0.14, noise=0.05, status="inconclusive", **f1),
+        drop(PAIR, 169, 0.18, **f1),  # explains nothing wider
+        drop("tenant=globex", 75, 0.18, noise=0.05, **f1),
+        drop(v2_globex, 69, 0.20, noise=0.05, **f1),  # explains globex's
+        drop("env=prod", 230, 2.9, status="fail", **size),
+        drop(PAIR, 169, 4.0, **size),  # explains env=prod's
+    ]
+    first = alert_order(outcomes)[0].outcome
+    assert (first.rule, first.slice) == ("context_size_rise", PAIR)
+    slices = lead_slices(alert_order(outcomes))
+    assert slices.index(PAIR) < slices.index(v2_globex)
