@@ -161,10 +161,10 @@ def day_verdicts(
     has a change incident opened within that time whose readings together are still
     low (`_inside_a_low_change`); and a clear pass `waiting` (it counts, but does not
     close) while the same slice's incident on another change rule, opened within that
-    time, is together still low (`_beside_a_low_change`). A drift over tenant=acme had opened
-    env=prod,tenant=acme's bloat with acme's recall drift; the bloat read back within
-    noise and "recovered" while the drift went on, passing but far from back (ideal
-    judge, seed 104)."""
+    time, is together still low (`_beside_a_low_change`). A drift over tenant=acme had
+    opened env=prod,tenant=acme's bloat with acme's recall drift; the bloat read back
+    within noise and "recovered" while the drift went on, passing but far from back
+    (ideal judge, seed 104)."""
     raw = [verdict for outcome in outcomes if (verdict := Verdict.of(outcome))]
     read = {(o.rule, o.slice): (o.statistic, o.sample_size) for o in outcomes}
     incidents = {i.key: i for i in open_incidents}
@@ -302,7 +302,7 @@ def _beside_a_low_change(
     together still low: one trouble moved both, and the slice recovers as one. A drift of
     prod x v2 opened its precision drop and bloat with its recall drop on the drift's
     4th day; the two read back at their normal and "recovered" while recall, held open,
-    was 0.05-0.08 low (lexical judge, seed 133). The pass still counts, so the incident
+    was 0.05-0.08 low (lexical judge, seed 135). The pass still counts, so the incident
     closes the day the other one does, in the same reply."""
     if incident is None or verdict.status != "pass":
         return False
