@@ -302,7 +302,7 @@ def _beside_a_low_change(
     together still low: one trouble moved both, and the slice recovers as one. A drift of
     prod x v2 opened its precision drop and bloat with its recall drop on the drift's
     4th day; the two read back at their normal and "recovered" while recall, held open,
-    was 0.05-0.08 low (lexical judge, seed 135). The pass still counts, so the incident
+    was 0.05-0.08 low (lexical judge, seed 135, one stream). The pass still counts, so the incident
     closes the day the other one does, in the same reply."""
     if incident is None or verdict.status != "pass":
         return False

@@ -993,7 +993,7 @@ def test_a_pass_waits_while_a_wider_slice_around_it_stays_low(
 def test_a_slice_recovers_as_one_while_its_trouble_is_low_on_another_change_rule(
     recall_opened: str, bloat_waits: bool
 ) -> None:
-    """A drift of prod x v2 (lexical judge, seed 135) opened the slice's bloat with its
+    """A drift of prod x v2 (lexical judge, seed 135 alone) opened the slice's bloat with its
     recall drop; the bloat read back at its normal and "recovered" while recall, each
     reading half way back, was together still low. The bloat's clear passes count but it
     closes only with the recall incident, the same day; stored so, the folded history
