@@ -5,8 +5,8 @@ Two rules look across slices, so they live here rather than in `follow`, which s
 (rule, slice) at a time: a change's pass is held while a slice sharing events with it
 still fails the rule, or is not back from its open incident on it, and any incident's
 pass while its trouble still fails another change rule, or while a wider slice around
-it is together still low, and its close while the same slice is together still low on
-another change rule (`day_verdicts`, stored as decided so the folded history agrees),
+it is together still low, and its close while the same slice is not back on another
+change rule (`day_verdicts`, stored as decided so the folded history agrees),
 and a level a slice first breaches under its
 parent's open breach opens without a page (`under_parent`).
 """
@@ -161,10 +161,10 @@ def day_verdicts(
     has a change incident opened within that time whose readings together are still
     low (`_inside_a_low_change`); and a clear pass `waiting` (it counts, but does not
     close) while the same slice's incident on another change rule, opened within that
-    time, is together still low (`_beside_a_low_change`). A drift over tenant=acme had
-    opened env=prod,tenant=acme's bloat with acme's recall drift; the bloat read back
-    within noise and "recovered" while the drift went on, passing but far from back
-    (ideal judge, seed 104)."""
+    time, reads not clearly back and is together still low (`_beside_a_low_change`).
+    A drift over tenant=acme had opened env=prod,tenant=acme's bloat with acme's recall
+    drift; the bloat read back within noise and "recovered" while the drift went on,
+    passing but far from back (ideal judge, seed 104)."""
     raw = [verdict for outcome in outcomes if (verdict := Verdict.of(outcome))]
     read = {(o.rule, o.slice): (o.statistic, o.sample_size) for o in outcomes}
     incidents = {i.key: i for i in open_incidents}
@@ -173,6 +173,7 @@ def day_verdicts(
     failing_changes: list[_TroubleChange] = []
     not_back_changes: list[_TroubleChange] = []
     low_changes: list[_TroubleChange] = []
+    low_unclear: list[_TroubleChange] = []  # of those, the ones not clearly back today
     for verdict in raw:
         incident = incidents.get((verdict.rule, verdict.slice))
         change = incident if incident is not None and incident.kind == "drop" else None
@@ -189,6 +190,8 @@ def day_verdicts(
         if change is not None and still_low(change, verdict, close_after_passes):
             reading = read.get((verdict.rule, verdict.slice))
             low_changes.append(_TroubleChange(verdict.rule, identity, change.opened_on, reading))
+            if not (verdict.status == "pass" and back_from_the_drop(verdict, change)):
+                low_unclear.append(low_changes[-1])
     verdicts = []
     for verdict in raw:
         incident = incidents.get((verdict.rule, verdict.slice))
@@ -204,7 +207,7 @@ def day_verdicts(
             )
         ):
             verdict = replace(verdict, status="inconclusive", held=True, paused=True)
-        elif _beside_a_low_change(verdict, incident, low_changes):
+        elif _beside_a_low_change(verdict, incident, low_unclear):
             verdict = replace(verdict, waiting=True)
         verdicts.append(verdict)
     return verdicts
@@ -298,12 +301,14 @@ def _beside_a_low_change(
     verdict: Verdict, incident: Incident | None, low: Sequence[_TroubleChange]
 ) -> bool:
     """An incident's pass waits to close while the same slice's incident on another
-    change rule, opened within `SAME_TROUBLE_DAYS` of this one, has its latest readings
-    together still low: one trouble moved both, and the slice recovers as one. A drift of
-    prod x v2 opened its precision drop and bloat with its recall drop on the drift's
-    4th day; the two read back at their normal and "recovered" while recall, held open,
-    was 0.05-0.08 low (lexical judge, seed 135, one stream). The pass still counts, so the incident
-    closes the day the other one does, in the same reply."""
+    change rule, opened within `SAME_TROUBLE_DAYS` of this one, reads not clearly back
+    today and has its latest readings together still low (`low`: only those): one
+    trouble moved both. A drift of prod x v2 opened its precision drop and bloat with its
+    recall drop on the drift's 4th day; the two read back at their normal and "recovered"
+    while recall, held open, was 0.05-0.08 low (lexical judge, seed 135, one stream). The
+    pass still counts. Waiting until the other one closed kept two correlated incidents
+    of one slice (f1 and precision after a fix, ideal judge, seed 144) each waiting on the
+    other's low days for over two weeks."""
     if incident is None or verdict.status != "pass":
         return False
     mine = SliceIdentity.decode(verdict.slice)

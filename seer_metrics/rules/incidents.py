@@ -94,8 +94,8 @@ class Verdict:
     # failing): the reading says nothing either way, so it neither counts nor restarts.
     paused: bool = False
     # A clear pass while the same slice's incident on another change rule, of the same
-    # trouble, is together still low: it counts, but the incident closes with that one,
-    # not before (`incident_day.day_verdicts`).
+    # trouble, reads not clearly back and is together still low: it counts, but the
+    # incident does not close that day (`incident_day.day_verdicts`).
     waiting: bool = False
 
     def figures(self) -> dict[str, Any]:
