@@ -19,7 +19,14 @@ from dataclasses import dataclass, replace
 from datetime import date
 
 from seer_metrics.rules.attribution import parent_slices
-from seer_metrics.rules.incidents import Incident, Verdict, follow, still_low, worsened_by
+from seer_metrics.rules.incidents import (
+    Incident,
+    Verdict,
+    clear_pass,
+    follow,
+    still_low,
+    worsened_by,
+)
 from seer_metrics.rules.model import (
     DEFAULT_CLOSE_AFTER_PASSES,
     CheckOutcome,
@@ -190,7 +197,7 @@ def day_verdicts(
         if change is not None and still_low(change, verdict, close_after_passes):
             reading = read.get((verdict.rule, verdict.slice))
             low_changes.append(_TroubleChange(verdict.rule, identity, change.opened_on, reading))
-            if not (verdict.status == "pass" and back_from_the_drop(verdict, change)):
+            if not clear_pass(verdict, change):
                 low_unclear.append(low_changes[-1])
     verdicts = []
     for verdict in raw:

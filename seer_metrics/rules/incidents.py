@@ -231,6 +231,12 @@ class Incident:
         )
 
 
+def clear_pass(verdict: Verdict, incident: Incident) -> bool:
+    """A pass that counts towards closing the incident: clearly within the rule and, for
+    a change, back from its drop (`recovery.back_from_the_drop`)."""
+    return verdict.status == "pass" and back_from_the_drop(verdict, incident)
+
+
 def passes_to_close(kind: RuleKind, close_after_passes: int) -> int:
     """Consecutive clear passes that close an incident of a rule of this kind: the same
     hysteresis for levels and changes. A slice a breakage hurts only in part (a tenant
@@ -294,7 +300,9 @@ def follow(
         return None, "quiet"
     if verdict.paused:  # set only with `held`
         return replace(incident, **_latest(verdict)), "carried"
-    clear = verdict.status == "pass" and back_from_the_drop(verdict, incident)
+    clear = clear_pass(verdict, incident)
+    # a waiting pass counts, but never closes (`incident_day._beside_a_low_change`)
+    may_close = clear and not verdict.waiting
     pools = incident.kind != "drop" and pooled_level(verdict)
     if verdict.held or (not clear and incident.kind != "drop" and not pools):
         return replace(incident, **_latest(verdict), **_RESTART), "carried"
@@ -308,8 +316,7 @@ def follow(
             incident, **_latest(verdict), recent_readings=window, clear_passes=len(window)
         )
         if (
-            clear
-            and not verdict.waiting
+            may_close
             and len(window) >= needed
             and seen_long_enough(incident, day, needed)
             and pooled_level_recovery(recovering, verdict.threshold)
@@ -318,7 +325,7 @@ def follow(
         return recovering, "carried"
     if incident.kind != "drop":
         recovering = replace(incident, clear_passes=incident.clear_passes + 1, **_latest(verdict))
-        if recovering.clear_passes >= needed and not verdict.waiting:
+        if may_close and recovering.clear_passes >= needed:
             return replace(recovering, closed_on=day), "closed"
         return recovering, "carried"
     # A change's own reading short of back does not start its count again: it stays in
@@ -332,8 +339,7 @@ def follow(
         clear_passes=sum(1 for _, _, was_clear in window if was_clear),
     )
     if (
-        clear
-        and not verdict.waiting
+        may_close
         and recovering.clear_passes >= needed
         and seen_long_enough(incident, day, needed)
         and pooled_recovery(recovering, verdict.margin)
@@ -358,7 +364,7 @@ def still_low(
     together still short of back (`recovery.pooled_recovery`): it stays open."""
     if incident.kind != "drop" or verdict.status == "fail":
         return False
-    clear = verdict.status == "pass" and back_from_the_drop(verdict, incident)
+    clear = clear_pass(verdict, incident)
     window = change_window(incident, verdict, clear, passes_to_close("drop", close_after_passes))
     return not pooled_recovery(replace(incident, recent_readings=window), verdict.margin)
 
