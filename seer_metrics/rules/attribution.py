@@ -17,10 +17,12 @@ events it has, and then P itself leads, as it does when the day cannot tell the 
 drift rule (its baseline skips the latest days) the concentration of a change under way
 for days is read over those days and today, where a small rest's chance move of one day
 averages out (`Explanation.concentrated`). Among children whose shares tie (within
-`SHARE_TIE`), the one with fewer keys is preferred, then the more surprising; the
-explanation is followed down while a narrower slice explains the current one. A slice
-whose own drop is within noise never leads or explains. The rest of a parent (its
-events outside the child) is exact from the slice table (`rest_figures`).
+`SHARE_TIE`), the one with fewer keys is preferred, then the more surprising; of two
+crossing children with as many keys that both explain it, the one with fewer events (the
+nearer to where they meet); the explanation is followed down while a narrower slice
+explains the current one. A slice whose own drop is within noise never leads or
+explains. The rest of a parent (its events outside the child) is exact from the slice
+table (`rest_figures`).
 """
 
 from __future__ import annotations
@@ -103,9 +105,23 @@ def best_explanation(
     outcomes: Iterable[CheckOutcome],
     rows: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Explanation | None:
-    """The narrower failing slice that explains `parent`'s drop, if one does."""
-    parts = narrower_parts(parent, outcomes, rows or {})
-    return preferred(e for e in parts if e.explains)
+    """The narrower failing slice that explains `parent`'s drop, if one does: the
+    `preferred` one, or a crossing one with as many keys and fewer events. Two crossing
+    slices that both explain the change hold it where they meet, and the smaller is the
+    nearer to it: with three quarters of tenant=acme losing its top hit (lexical judge,
+    seed 142) prod x v1 (83 events, 101% of v1's drop) had explained retrieval-v1's drop
+    by its larger share beside v1 x acme (36 events, 85%), and led before acme."""
+    explaining = [e for e in narrower_parts(parent, outcomes, rows or {}) if e.explains]
+    chosen = preferred(explaining)
+    if chosen is None:
+        return None
+    mine = SliceIdentity.decode(chosen.child)
+    crossing = [
+        e
+        for e in explaining
+        if key_count(e.child) == mine.arity and SliceIdentity.decode(e.child).may_overlap(mine)
+    ]
+    return min(crossing, key=lambda e: (e.child_events, e != chosen, e.child))
 
 
 def _rows_by_slice(slice_rows: pd.DataFrame | None) -> dict[str, Mapping[str, Any]]:
