@@ -30,7 +30,9 @@ opened that day.
     places and sizes (one an intersection of ~80 events a day, below the pair slices'
     volume bar), context bloat, empty contexts, a tenant of 20 on a wrong index, a slow
     drift, a release then its fix, a judge change, a volume loss and a vanishing slice.
-    Targets per kind: caught on its first day, led by its own slice, no "Recovered"
+    Targets per kind: caught on its first day (a page of its slice; or, where its slice
+    had an incident open from before it, which carries it without a page, a message that
+    day led by its slice: counted apart), led by its own slice, no "Recovered"
     while it lasts, a "Recovered" after a fix, the volume loss said on its day, a judge
     change never paged as a change (a page on a day the stream judged by the new judge
     all along pages a change too is that day's, not the change's). Beside them: of the

@@ -56,6 +56,9 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
                 notes.append(f"of them with the trouble still moving the slice that day: {counts}")
                 counts = ", ".join(str(r.corrected_recoveries) for r in runs)
                 notes.append(f'of them followed by a "failing again" page: {counts}')
+            if any(r.caught_open_before for r in runs):
+                counts = ", ".join(str(int(r.caught_open_before)) for r in runs)
+                notes.append(f"caught by a message led by its slice, open from before it: {counts}")
             if any(r.earlier_closed for r in runs):
                 counts = ", ".join(str(r.earlier_closed) for r in runs)
                 notes.append(f"incidents opened before it closed while it lasted: {counts}")
