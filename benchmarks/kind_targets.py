@@ -46,6 +46,11 @@ def slice_events(scores: pd.DataFrame, where: Mapping[str, str], day: date) -> i
     return int(today["metadata"].map(lambda m: all(m.get(k) == v for k, v in where.items())).sum())
 
 
+def pages_slice(day: ReplayedDay, label: str) -> bool:
+    """Whether the day pages the slice `label` (on any rule)."""
+    return any(page.slice == label for page in day.pages)
+
+
 def lead_slice(day: ReplayedDay) -> str | None:
     """The slice of the outcome that leads the day's message (None: nothing failed)."""
     items = alert_order(day.outcomes, day.rows)
@@ -181,7 +186,6 @@ def corrected(incident: Incident, replayed: Sequence[ReplayedDay]) -> bool:
     if closed is None:
         return False
     return any(
-        0 < (day.day - closed).days <= RECENT_RECOVERY_DAYS
-        and any(page.slice == incident.slice for page in day.pages)
+        0 < (day.day - closed).days <= RECENT_RECOVERY_DAYS and pages_slice(day, incident.slice)
         for day in replayed
     )

@@ -12,6 +12,7 @@ from datetime import date
 import numpy as np
 import pandas as pd
 from kind_report import check
+from kind_targets import pages_slice
 from trouble_kinds import BaseStream, slice_table
 
 from seer_metrics.rules import RulesConfig
@@ -105,7 +106,7 @@ def replay_release(
         if offset == 0:
             first_day_pages = len(day.pages)
             caught_by = tuple(p.rule for p in day.pages if p.slice == release.slice_label)
-        if caught_on is None and any(page.slice == release.slice_label for page in day.pages):
+        if caught_on is None and pages_slice(day, release.slice_label):
             caught_on = offset
     return ReleaseResult(
         clean.seed,

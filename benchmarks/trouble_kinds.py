@@ -25,6 +25,7 @@ from kind_targets import (
     judge_change_pages,
     lead_slice,
     overlaps,
+    pages_slice,
     recovered_after_fix,
     slice_events,
     slice_recall,
@@ -320,9 +321,7 @@ def run_scenario(
         deadline = fallen[0] if fallen else len(trouble_days) - 1
         result.deadline = deadline + 1
     caught = [i for i, d in enumerate(replayed) if _names_it(d, label, first)]
-    result.caught_open_before = bool(caught) and not any(
-        p.slice == label for p in replayed[caught[0]].pages
-    )
+    result.caught_open_before = bool(caught) and not pages_slice(replayed[caught[0]], label)
     # the message read is the one that pages: a drift's, on the day it was caught
     led_on = caught[0] if caught and caught[0] <= deadline else deadline
     for target in scenario.targets:
@@ -384,7 +383,7 @@ def _names_it(day: ReplayedDay, label: str, first: date) -> bool:
     (lexical judge, seed 148: prod x v1 opened on a clean day 5 days before losing its
     top hit; that day's page of retrieval-v1 led "env=prod x retrieval-v1 explains 95% of
     retrieval-v1's recall drop: recall -0.17")."""
-    if any(page.slice == label for page in day.pages):
+    if pages_slice(day, label):
         return True
     held = any(i.slice == label and i.opened_on < first for i in day.open_incidents)
     return held and bool(day.pages) and lead_slice(day) == label
