@@ -1871,3 +1871,33 @@ def test_a_level_against_its_normal_does_not_pool_its_way_back_while_its_trouble
         if any(i.rule == "recall_high_priority" for i in changes.closed):
             closed_on = closed_on or day
     assert closed_on == days[6]
+
+
+@pytest.mark.parametrize(
+    ("earlier_counts", "status"),
+    [
+        ([310, 320, 310, 240, 190, 230], "no_baseline"),  # six days: not a week
+        ([310, 320, 310, 240, 190, 230, 220], "fail"),  # a week: 30 against a normal of 240
+    ],
+    ids=["its first six days", "a week"],
+)
+def test_a_slice_has_a_normal_volume_once_it_has_a_week_of_days(
+    earlier_counts: list[int], status: str
+) -> None:
+    """Lexical judge, a clean mix with a new tenant (seed 161): its first three days read
+    31-32 events, then it settled at about 22 a day; on its sixth day, a Sunday, 12 events
+    read as 61% lost against the median of its five days, 31, and paged. The volume rule
+    reads a normal from a week of days on, one of each weekday."""
+    start = date(2026, 11, 29) - timedelta(days=len(earlier_counts))
+    days = [start + timedelta(days=offset) for offset in range(len(earlier_counts))]
+    past = frame(
+        *(
+            slice_row(str(day), "tenant=newco", n=n)
+            for day, n in zip(days, earlier_counts, strict=True)
+        )
+    )
+    today = frame(slice_row(DAY, "tenant=newco", n=30))
+    result = outcome(evaluate_rules(DEFAULT_RULES, today, past), "volume_drop", "tenant=newco")
+    assert result.status == status
+    if status == "no_baseline":
+        assert "fewer than 7 earlier days" in result.message
