@@ -1888,7 +1888,7 @@ def test_a_slice_has_a_normal_volume_once_it_has_a_week_of_days(
     31-32 events, then it settled at about 22 a day; on its sixth day, a Sunday, 12 events
     read as 61% lost against the median of its five days, 31, and paged. The volume rule
     reads a normal from a week of days on, one of each weekday."""
-    start = date(2026, 11, 29) - timedelta(days=len(earlier_counts))
+    start = as_date(DAY) - timedelta(days=len(earlier_counts))
     days = [start + timedelta(days=offset) for offset in range(len(earlier_counts))]
     past = frame(
         *(
