@@ -10,19 +10,20 @@ parent's change it accounts for,
     share = (events_C * drop_C) / (events_P * drop_P),
 
 and by its *surprise*, how far beyond noise its own drop is (`drop / noise`). C explains
-P when its share is at least `EXPLAINING_SHARE` and the change is concentrated in it
-(the rest of P moved at most `CONCENTRATION` times as much as C, and less than C beyond
-the noise of the gap): a change spread evenly over P gives each child the share of P's
-events it has, and then P itself leads, as it does when the day cannot tell the two. For a
-drift rule (its baseline skips the latest days) the concentration of a change under way
-for days is read over those days and today, where a small rest's chance move of one day
-averages out (`Explanation.concentrated`). Among children whose shares tie (within
-`SHARE_TIE`), the one with fewer keys is preferred, then the more surprising; of two
-crossing children with as many keys that both explain it, the one with fewer events (the
-nearer to where they meet); the explanation is followed down while a narrower slice
-explains the current one. A slice whose own drop is within noise never leads or
-explains. The rest of a parent (its events outside the child) is exact from the slice
-table (`rest_figures`).
+P when its share is at least `EXPLAINING_SHARE` (or a majority, when the rest of P only
+dipped within its noise and at most `STRONG_CONCENTRATION` times as much as C) and the
+change is concentrated in it (the rest of P moved at most `CONCENTRATION` times as much
+as C, and less than C beyond the noise of the gap): a change spread evenly over P gives
+each child the share of P's events it has, and then P itself leads, as it does when the
+day cannot tell the two. For a drift rule (its baseline skips the latest days) the
+concentration of a change under way for days is read over those days and today, where a
+small rest's chance move of one day averages out (`Explanation.concentrated`). Among
+children whose shares tie (within `SHARE_TIE`), the one with fewer keys is preferred,
+then the more surprising; of two crossing children with as many keys that both explain
+it, the one with fewer events (the nearer to where they meet); the explanation is
+followed down while a narrower slice explains the current one. A slice whose own drop is
+within noise never leads or explains. The rest of a parent (its events outside the
+child) is exact from the slice table (`rest_figures`).
 """
 
 from __future__ import annotations

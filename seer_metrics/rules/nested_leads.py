@@ -8,7 +8,6 @@ from typing import Any
 
 from seer_metrics.rules.alert_item import AlertItem
 from seer_metrics.rules.explanation import (
-    EXPLAINING_SHARE,
     Explanation,
     beyond_noise,
     explanation,
@@ -62,7 +61,7 @@ def nested_leads(
             if seen is None or found is None:
                 continue
             key = (child.rule, child.slice)
-            if wider.rule == child.rule and found.share < EXPLAINING_SHARE:
+            if wider.rule == child.rule and not found.carries_the_change:
                 parts.add(key)
             if not (found.explains and beyond_noise(seen)):
                 inside.add(key)
