@@ -91,7 +91,7 @@ class Explanation:
         """The rest of the parent fell at most `STRONG_CONCENTRATION` times as much as the
         child and no more than its own noise: what the child does not account for is a
         chance dip of the rest. A tenant of 20 on a wrong index (recall 0.77 to 0, 25 of
-        250 events) held 74% of all's drop beside the rest's 0.03, within its noise 0.04
+        250 events) held 74% of all's drop beside the rest's dip of 0.03, within its noise
         (ideal judge, seed 165), and `all` led. At a quarter as much, the first page of a
         drift over all of tenant=acme was led by retrieval-v1 x acme (40 events, 0.19
         down, 67% of acme's drop) beside the rest of acme's 0.04 (ideal judge, seed 150)."""
