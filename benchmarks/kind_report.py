@@ -3,7 +3,7 @@ scenarios met each target (`trouble_kinds.TARGETS`), then per place what they di
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 import numpy as np
@@ -90,10 +90,22 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
                 f"{_mean([r.recall_first_day for r in runs])}: {met}"
                 + "".join(f"; {note}" for note in notes)
             )
+            for run in runs:
+                if (missed := run.missed_lead) is not None:
+                    print(
+                        f"          led by {missed.lead} ({missed.relation}), seed {run.seed} "
+                        f"{missed.day}: {missed.headline}"
+                    )
     print("    all kinds:")
     for target in TARGETS:
         met = _met(results, target)
         if met:
             rate = f"{sum(met)} of {len(met)} ({sum(met) / len(met):.0%})"
             print(f"      {TARGETS[target]:<84} {rate}")
+    relations = Counter(r.missed_lead.relation for r in results if r.missed_lead is not None)
+    if relations:
+        # a narrower lead read a part as all of the change; a wider one read the rest of it
+        # as changed too; a crossing one, another cut of the same events
+        counts = ", ".join(f"{relation} {n}" for relation, n in sorted(relations.items()))
+        print(f"      missed leads, by the lead against the trouble's slice: {counts}")
     return passed

@@ -5,6 +5,7 @@ recoveries (`trouble_kinds.run_scenario` measures the targets with them)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
@@ -14,7 +15,7 @@ from seer_metrics.rules import CheckOutcome, RulesConfig, alert_order
 from seer_metrics.rules.incidents import Incident
 from seer_metrics.rules.model import RECOVERY_MARGIN_SHARE, VOLUME_STATISTIC, moved_bad_way
 from seer_metrics.rules.readings import number_or_none
-from seer_metrics.slices.identity import SliceIdentity
+from seer_metrics.slices.identity import SliceIdentity, is_narrower
 from seer_pipelines.alerts.outbox import RECENT_RECOVERY_DAYS
 from seer_pipelines.demo.replay import ReplayedDay
 from seer_pipelines.demo.trouble import Trouble
@@ -55,6 +56,35 @@ def lead_slice(day: ReplayedDay) -> str | None:
     """The slice of the outcome that leads the day's message (None: nothing failed)."""
     items = alert_order(day.outcomes, day.rows)
     return items[0].outcome.slice if items else None
+
+
+@dataclass(frozen=True)
+class MissedLead:
+    """The message of a trouble's first page, led by another slice than the trouble's."""
+
+    day: date
+    lead: str  # the slice it led with ("none": nothing failed that day)
+    headline: str
+    relation: str  # of the lead to the trouble's slice: narrower, wider, crossing, none
+
+
+def missed_lead(day: ReplayedDay, label: str) -> MissedLead | None:
+    """What led the day's message when its trouble's slice `label` did not (None: it did):
+    whether the lead is narrower than the trouble's slice, wider or crossing it says
+    which reading of the day took it there (a part read as all of the change, a rest read
+    as changed too, or another cut of the same events)."""
+    items = alert_order(day.outcomes, day.rows)
+    if items and items[0].outcome.slice == label:
+        return None
+    if not items:
+        return MissedLead(day.day, "none", "nothing failed", "none")
+    lead = items[0].outcome.slice
+    relation = "crossing"
+    if is_narrower(lead, label):
+        relation = "narrower"
+    elif is_narrower(label, lead):
+        relation = "wider"
+    return MissedLead(day.day, lead, items[0].headline(), relation)
 
 
 def window_days(config: RulesConfig, rule_name: str) -> int:

@@ -19,11 +19,13 @@ import numpy as np
 import pandas as pd
 from kind_targets import (
     WEEK,
+    MissedLead,
     corrected,
     days_to_close,
     is_volume,
     judge_change_pages,
     lead_slice,
+    missed_lead,
     overlaps,
     pages_slice,
     recovered_after_fix,
@@ -263,6 +265,8 @@ class ScenarioResult:
     deadline: int | None = None  # a drift: the day (from 1) its recall fell 0.15
     # caught by a message led by its slice, whose incident from before the trouble was open
     caught_open_before: bool = False
+    # a missed lead: the day its message was read on, the slice it led with, its headline
+    missed_lead: MissedLead | None = None
     trace: str = ""  # the day-by-day trace, when asked for (`trace_days`)
 
 
@@ -328,7 +332,8 @@ def run_scenario(
         if target == "caught":
             result.results[target] = bool(caught) and caught[0] <= deadline
         elif target == "led":
-            result.results[target] = lead_slice(replayed[led_on]) == label
+            result.missed_lead = missed_lead(replayed[led_on], label)
+            result.results[target] = result.missed_lead is None
         elif target == "no_false_recovery":
             # An incident the clean stream had open before the trouble (a chance drop of
             # recall in a slice a bloat then lifts) is not the trouble's: reported apart.
