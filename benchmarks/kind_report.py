@@ -79,7 +79,11 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
                 counts = ", ".join(str(r.later_change_pages) for r in runs)
                 notes.append(f"change pages once the window holds the new judge only: {counts}")
             if any(r.deadline for r in runs):
-                notes.append(f"recall 0.15 down on day {', '.join(str(r.deadline) for r in runs)}")
+                # a drift whose recall never fell 0.15 is read on its last day
+                days = ", ".join(
+                    str(r.deadline) if r.fell else f"never (read on {r.deadline})" for r in runs
+                )
+                notes.append(f"recall 0.15 down on day {days}")
             met = ", ".join(
                 f"{target} {sum(r.results[target] for r in runs)}/{len(runs)}"
                 for target in runs[0].results

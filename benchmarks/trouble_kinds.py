@@ -262,7 +262,9 @@ class ScenarioResult:
     all_closed_in_a_week: bool | None = None
     # after a fix: the day (from 1) its slice's incidents, and all it opened, had closed
     closed_by: tuple[int | None, int | None] | None = None
-    deadline: int | None = None  # a drift: the day (from 1) its recall fell 0.15
+    # a drift: the day (from 1) its recall fell 0.15, else its last day (`fell` False)
+    deadline: int | None = None
+    fell: bool = True
     # caught by a message led by its slice, whose incident from before the trouble was open
     caught_open_before: bool = False
     # a missed lead: the day its message was read on, the slice it led with, its headline
@@ -323,7 +325,7 @@ def run_scenario(
     if isinstance(trouble, SlowDrift):
         fallen = [i for i, r in enumerate(recall) if r <= recall_before - DRIFT_RECALL_FALL]
         deadline = fallen[0] if fallen else len(trouble_days) - 1
-        result.deadline = deadline + 1
+        result.deadline, result.fell = deadline + 1, bool(fallen)
     caught = [i for i, d in enumerate(replayed) if _names_it(d, label, first)]
     result.caught_open_before = bool(caught) and not pages_slice(replayed[caught[0]], label)
     # the message read is the one that pages: a drift's, on the day it was caught
