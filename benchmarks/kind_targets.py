@@ -60,7 +60,8 @@ def lead_slice(day: ReplayedDay) -> str | None:
 
 @dataclass(frozen=True)
 class MissedLead:
-    """The message of a trouble's first page, led by another slice than the trouble's."""
+    """The message a trouble's lead is read on (its first page; a drift not caught by its
+    deadline, that day's), led by another slice than the trouble's."""
 
     day: date
     lead: str  # the slice it led with ("none": nothing failed that day)
