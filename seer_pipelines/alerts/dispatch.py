@@ -95,6 +95,7 @@ class AlertDispatcher:
                 "headline": item.headline(),
                 "explains": item.explains,
                 "leads": item.leads,
+                "explained_by": item.explained_by,
             }
             for rank, item in enumerate(alert_order(outcomes, slice_rows))
         }

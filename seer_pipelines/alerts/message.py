@@ -132,6 +132,32 @@ def _leads(alert: Alert) -> bool:
     return bool(alert.payload.get("leads", alert.payload.get("explains")))
 
 
+def open_story_headline(alerts: Sequence[Alert], carried: Sequence[Alert]) -> str | None:
+    """The headline of a day on which nothing that pages leads: when its first page (a
+    wider slice newly failing) is explained by a slice whose incident is already open,
+    that incident's story, with the day it opened; else None. The page alone would send
+    the on-call to the wider slice: a pair of env=prod x retrieval-v1 open since a chance
+    dip days before its top hit was lost, the day's page was retrieval-v1's drop, 95% of
+    it the pair's (lexical judge, seed 148)."""
+    ranked = [a for a in alerts if a.payload.get("alert_rank") is not None]
+    if not ranked:
+        return None
+    first = min(ranked, key=lambda a: a.payload["alert_rank"])
+    label = first.payload.get("explained_by")
+    story = next(
+        (
+            a
+            for a in carried
+            if label and a.rule == first.rule and a.slice == label and a.payload.get("headline")
+        ),
+        None,
+    )
+    if story is None:
+        return None
+    since = (story.payload.get("incident") or {}).get("opened_on") or "?"
+    return f"{story.payload['headline']}; its incident open since {since}"
+
+
 def still_open_line(carried: Sequence[Alert]) -> str:
     """One short line for the service levels that keep failing under an open incident."""
     items = []
@@ -185,9 +211,10 @@ def build_check_message(
         slice_names += f" and {len(slices) - 8} more"
     leads = [a for a in alerts if _leads(a) and a.payload.get("headline")]
     lead = min(leads, key=lambda a: a.payload.get("alert_rank", 0), default=None)
+    headline = lead.payload["headline"] if lead else open_story_headline(alerts, carried)
     lead_text = ""
-    if lead:
-        lead_text = f"*{escape_mrkdwn(shorten(lead.payload['headline'], MAX_HEADLINE_CHARS))}*\n"
+    if headline:
+        lead_text = f"*{escape_mrkdwn(shorten(headline, MAX_HEADLINE_CHARS))}*\n"
     # The check names and the run link end the summary, and what precedes them is cut to
     # leave them room: long labels must not push them out of the section.
     checks = sorted({a.rule for a in alerts})

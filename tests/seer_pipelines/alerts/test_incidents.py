@@ -439,6 +439,66 @@ def test_the_alert_leads_with_the_narrowest_slice_that_explains_the_drop(engine)
     assert message["blocks"][3]["text"]["text"].startswith(f"*{pair}*")
 
 
+def test_a_new_page_explained_by_an_open_incident_is_headed_by_that_incident(engine) -> None:
+    """The pair's f1 drop opened on day 1 and is carried on day 2; day 2 pages env=prod,
+    whose drop is the pair's: the headline tells the open incident's story, not
+    env=prod's, and the pair stays on the "still open" line."""
+    pair = "env=prod,feature_flag=retrieval-v2"
+
+    def drop(day: date, label: str, observed: float, events: int) -> CheckOutcome:
+        return outcome(day, "fail", "f1_drop", label).replace(
+            observed=observed,
+            sample_size=events,
+            baseline=0.73,
+            baseline_sample_size=events * 7,
+            delta=0.73 - observed,
+            threshold=0.1,
+        )
+
+    prod_day_2 = (0.30 * 140 + 0.73 * 180) / 320
+    with FakeSlack() as slack:
+        dispatcher = dispatcher_for(engine, slack)
+        dispatcher.alert_on_day(
+            DAYS[0],
+            [drop(DAYS[0], pair, 0.55, 140), passing_drop(DAYS[0], "env=prod", 320)],
+            "r1",
+        )
+        dispatcher.alert_on_day(
+            DAYS[1],
+            [drop(DAYS[1], pair, 0.30, 140), drop(DAYS[1], "env=prod", prod_day_2, 320)],
+            "r2",
+        )
+        first, second = slack.messages
+    assert first["blocks"][1]["text"]["text"].startswith(
+        "*env=prod × feature_flag=retrieval-v2: f1 −0.18, 140 events*"
+    )
+    summary = second["blocks"][1]["text"]["text"]
+    assert summary.startswith(
+        "*env=prod × feature_flag=retrieval-v2 explains 100% of env=prod's f1 drop: f1 −0.43, "
+        "140 events; the rest of env=prod unchanged; its incident open since 2026-11-01*"
+    ), summary
+    assert second["blocks"][3]["text"]["text"].startswith("*env=prod*")
+    assert (
+        "Still open (no new page): `f1_drop` on env=prod,feature_flag=retrieval-v2 since 2026-11-01"
+        in str(second["blocks"])
+    )
+
+
+def passing_drop(day: date, label: str, events: int) -> CheckOutcome:
+    return outcome(day, "pass", "f1_drop", label).replace(
+        observed=0.72, sample_size=events, baseline=0.73, delta=0.01, threshold=0.1
+    )
+
+
+def test_without_a_lead_or_an_open_story_the_message_has_no_headline(engine) -> None:
+    """A level opening alone (no change explains anything): the message starts with its
+    count of failing checks, as before."""
+    with FakeSlack() as slack:
+        dispatcher_for(engine, slack).alert_on_day(DAYS[0], [outcome(DAYS[0], "fail")], "r1")
+        [message] = slack.messages
+    assert message["blocks"][1]["text"]["text"].startswith("*1 failing check* (1 WARN)")
+
+
 def test_the_report_counts_the_days_that_paged_apart_from_the_days_with_failing_checks(
     engine,
 ) -> None:
