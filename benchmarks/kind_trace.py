@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kind_targets import overlaps
+from kind_targets import message_lead, overlaps
 
 from seer_metrics.rules import alert_order
 from seer_metrics.rules.incidents import Incident
@@ -33,10 +33,13 @@ def trace_days(replayed: Sequence[ReplayedDay], where: Mapping[str, str], title:
     open_before: set[tuple[str, str]] = set()
     for day in replayed:
         items = alert_order(day.outcomes, day.rows)
-        lead = f"{items[0].outcome.rule} {items[0].outcome.slice}" if items else "none"
-        lines.append(f"  {day.day}: lead {lead}")
-        if items and day.pages:
-            lines.append(f"    headline: {items[0].headline()}")
+        first = f"{items[0].outcome.rule} {items[0].outcome.slice}" if items else "none"
+        shown = message_lead(day)
+        lead = "none" if shown is None else f"{shown.outcome.rule} {shown.outcome.slice}"
+        unshown = f" (first in the day's order: {first})" if lead != first else ""
+        lines.append(f"  {day.day}: lead {lead}{unshown}")
+        if shown is not None:
+            lines.append(f"    headline: {shown.headline()}")
             leads = [
                 f"{i.outcome.rule} {i.outcome.slice}"
                 + (f" (explains {i.explanation.parent})" if i.explanation else "")
