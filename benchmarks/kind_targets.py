@@ -52,15 +52,17 @@ def pages_slice(day: ReplayedDay, label: str) -> bool:
     return any(page.slice == label for page in day.pages)
 
 
-def message_lead(day: ReplayedDay) -> AlertItem | None:
+def message_lead(day: ReplayedDay, items: Sequence[AlertItem] | None = None) -> AlertItem | None:
     """The failing outcome the day's message leads with (None: nothing paged), as the
     message chooses it among what pages (an incident opening, or getting much worse): the
     first lead in alert order, whose headline it shows; without one, the first page, or
     the slice that page says it is explained by. An incident carried without a page is
     only on the message's "Still open" line and never leads it: a drift over tenant=acme
     was first named by acme's precision tail getting worse while the carried precision
-    tail of env=prod came first in the day's order (ideal judge, seed 186)."""
-    items = alert_order(day.outcomes, day.rows)
+    tail of env=prod came first in the day's order (ideal judge, seed 186). `items`: the
+    day's `alert_order`, when the caller has it already."""
+    if items is None:
+        items = alert_order(day.outcomes, day.rows)
     paged = {(page.rule, page.slice) for page in day.pages}
     shown = [item for item in items if item.key in paged]
     if not shown:

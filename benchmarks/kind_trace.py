@@ -34,7 +34,7 @@ def trace_days(replayed: Sequence[ReplayedDay], where: Mapping[str, str], title:
     for day in replayed:
         items = alert_order(day.outcomes, day.rows)
         first = f"{items[0].outcome.rule} {items[0].outcome.slice}" if items else "none"
-        shown = message_lead(day)
+        shown = message_lead(day, items)
         lead = "none" if shown is None else f"{shown.outcome.rule} {shown.outcome.slice}"
         unshown = f" (first in the day's order: {first})" if lead != first else ""
         lines.append(f"  {day.day}: lead {lead}{unshown}")

@@ -144,11 +144,13 @@ def open_story_headline(alerts: Sequence[Alert], carried: Sequence[Alert]) -> st
         return None
     first = min(ranked, key=lambda a: a.payload["alert_rank"])
     label = first.payload.get("explained_by")
+    if not label:
+        return None
     story = next(
         (
             a
             for a in carried
-            if label and a.rule == first.rule and a.slice == label and a.payload.get("headline")
+            if (a.rule, a.slice) == (first.rule, label) and a.payload.get("headline")
         ),
         None,
     )

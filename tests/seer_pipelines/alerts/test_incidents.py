@@ -439,6 +439,12 @@ def test_the_alert_leads_with_the_narrowest_slice_that_explains_the_drop(engine)
     assert message["blocks"][3]["text"]["text"].startswith(f"*{pair}*")
 
 
+def passing_drop(day: date, label: str, events: int) -> CheckOutcome:
+    return outcome(day, "pass", "f1_drop", label).replace(
+        observed=0.72, sample_size=events, baseline=0.73, delta=0.01, threshold=0.1
+    )
+
+
 def test_a_new_page_explained_by_an_open_incident_is_headed_by_that_incident(engine) -> None:
     """The pair's f1 drop opened on day 1 and is carried on day 2; day 2 pages env=prod,
     whose drop is the pair's: the headline tells the open incident's story, not
@@ -481,12 +487,6 @@ def test_a_new_page_explained_by_an_open_incident_is_headed_by_that_incident(eng
     assert (
         "Still open (no new page): `f1_drop` on env=prod,feature_flag=retrieval-v2 since 2026-11-01"
         in str(second["blocks"])
-    )
-
-
-def passing_drop(day: date, label: str, events: int) -> CheckOutcome:
-    return outcome(day, "pass", "f1_drop", label).replace(
-        observed=0.72, sample_size=events, baseline=0.73, delta=0.01, threshold=0.1
     )
 
 
