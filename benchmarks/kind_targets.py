@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from seer_metrics.rules import AlertItem, CheckOutcome, RulesConfig, alert_order
+from seer_metrics.rules.alert_item import headline_check
 from seer_metrics.rules.incidents import Incident
 from seer_metrics.rules.model import RECOVERY_MARGIN_SHARE, VOLUME_STATISTIC, moved_bad_way
 from seer_metrics.rules.readings import number_or_none
@@ -55,23 +56,21 @@ def pages_slice(day: ReplayedDay, label: str) -> bool:
 def message_lead(day: ReplayedDay, items: Sequence[AlertItem] | None = None) -> AlertItem | None:
     """The failing outcome the day's message leads with (None: nothing paged), as the
     message chooses it among what pages (an incident opening, or getting much worse): the
-    first lead in alert order, whose headline it shows; without one, the first page, or
-    the slice that page says it is explained by. An incident carried without a page is
-    only on the message's "Still open" line and never leads it: a drift over tenant=acme
-    was first named by acme's precision tail getting worse while the carried precision
-    tail of env=prod came first in the day's order (ideal judge, seed 186). `items`: the
-    day's `alert_order`, when the caller has it already."""
+    first lead in alert order, whose headline it shows; without one, the open incident
+    that explains the first page, else that page (`headline_check`). An incident carried
+    without a page is only on the message's "Still open" line and never leads it
+    otherwise: a drift over tenant=acme was first named by acme's precision tail getting
+    worse while the carried precision tail of env=prod came first in the day's order
+    (ideal judge, seed 186). `items`: the day's `alert_order`, when the caller has it."""
     if items is None:
         items = alert_order(day.outcomes, day.rows)
     paged = {(page.rule, page.slice) for page in day.pages}
     shown = [item for item in items if item.key in paged]
     if not shown:
         return None
-    first = shown[0]
-    if first.leads or first.explained_by is None:
-        return first
-    story = (first.outcome.rule, first.explained_by)
-    return next((item for item in items if item.key == story), first)
+    open_stories = {(incident.rule, incident.slice) for incident in day.open_incidents}
+    chosen = headline_check([item.paged() for item in shown], open_stories)
+    return next((item for item in items if item.key == chosen), shown[0])
 
 
 def lead_slice(day: ReplayedDay) -> str | None:

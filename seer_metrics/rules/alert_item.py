@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from seer_metrics.rules import wording
@@ -50,6 +51,10 @@ class AlertItem:
             else SliceIdentity.decode(self.explanation.parent).arity
         )
 
+    def paged(self) -> PagedCheck:
+        """It as a check that pages (`headline_check`)."""
+        return PagedCheck(self.outcome.rule, self.outcome.slice, self.leads, self.explained_by)
+
     def headline(self) -> str:
         return wording.alert_headline(
             self.outcome,
@@ -58,3 +63,37 @@ class AlertItem:
             self.explained_by,
             self.explained_share,
         )
+
+
+@dataclass(frozen=True)
+class PagedCheck:
+    """A check that pages on a day's message, as the message knows it: whether it leads
+    (and has a headline to show), and the slice its change is explained by, if any."""
+
+    rule: str
+    slice: str
+    leads: bool = False
+    explained_by: str | None = None
+
+
+def headline_check(
+    paged: Sequence[PagedCheck], open_stories: Collection[tuple[str, str]]
+) -> tuple[str, str] | None:
+    """The (rule, slice) whose headline heads a day's message; None: no headline.
+
+    `paged` is in alert order; `open_stories` are the (rule, slice) of incidents carried
+    open that day with a headline. The first lead among what pages heads it; without one,
+    when the first page is a wider slice explained by a slice whose incident is already
+    open, that incident's story does: the page alone would send the on-call to the wider
+    slice (a pair of env=prod x retrieval-v1 open since a chance dip days before its top
+    hit was lost, the day's page was retrieval-v1's drop, 95% of it the pair's; lexical
+    judge, seed 148). An incident carried without a page never heads it otherwise. The
+    message (`seer_pipelines.alerts.message`) and the benchmark's reading of it share this.
+    """
+    lead = next((check for check in paged if check.leads), None)
+    if lead is not None:
+        return (lead.rule, lead.slice)
+    if not paged or paged[0].explained_by is None:
+        return None
+    story = (paged[0].rule, paged[0].explained_by)
+    return story if story in open_stories else None

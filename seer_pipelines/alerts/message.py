@@ -18,6 +18,7 @@ from datetime import date
 from typing import Any
 
 from seer_metrics.rules import CheckOutcome, as_date, outcome_summary
+from seer_metrics.rules.alert_item import PagedCheck, headline_check
 from seer_metrics.rules.incident_wording import (
     escalation_note,
     failing_again_note,
@@ -132,30 +133,31 @@ def _leads(alert: Alert) -> bool:
     return bool(alert.payload.get("leads", alert.payload.get("explains")))
 
 
-def open_story_headline(alerts: Sequence[Alert], carried: Sequence[Alert]) -> str | None:
-    """The headline of a day on which nothing that pages leads: when its first page (a
-    wider slice newly failing) is explained by a slice whose incident is already open,
-    that incident's story, with the day it opened; else None. The page alone would send
-    the on-call to the wider slice: a pair of env=prod x retrieval-v1 open since a chance
-    dip days before its top hit was lost, the day's page was retrieval-v1's drop, 95% of
-    it the pair's (lexical judge, seed 148)."""
-    ranked = [a for a in alerts if a.payload.get("alert_rank") is not None]
-    if not ranked:
-        return None
-    first = min(ranked, key=lambda a: a.payload["alert_rank"])
-    label = first.payload.get("explained_by")
-    if not label:
-        return None
-    story = next(
-        (
-            a
-            for a in carried
-            if (a.rule, a.slice) == (first.rule, label) and a.payload.get("headline")
-        ),
-        None,
+def message_headline(alerts: Sequence[Alert], carried: Sequence[Alert]) -> str | None:
+    """The day's bold headline, as `headline_check` chooses it: the first lead among what
+    pages, else the story of an incident already open that explains the first page, with
+    the day it opened; None: no headline. Rows recorded before ranks come last."""
+    ordered = sorted(
+        alerts,
+        key=lambda a: (a.payload.get("alert_rank") is None, a.payload.get("alert_rank") or 0),
     )
-    if story is None:
+    paged = [
+        PagedCheck(
+            a.rule,
+            a.slice,
+            leads=_leads(a) and bool(a.payload.get("headline")),
+            explained_by=a.payload.get("explained_by") or None,
+        )
+        for a in ordered
+    ]
+    stories = {(a.rule, a.slice): a for a in carried if a.payload.get("headline")}
+    chosen = headline_check(paged, stories)
+    lead = next((a for a in ordered if (a.rule, a.slice) == chosen), None)
+    if lead is not None:
+        return lead.payload["headline"]
+    if chosen not in stories:
         return None
+    story = stories[chosen]
     since = (story.payload.get("incident") or {}).get("opened_on") or "?"
     return f"{story.payload['headline']}; its incident open since {since}"
 
@@ -211,9 +213,7 @@ def build_check_message(
     slice_names = ", ".join(f"*{escape_mrkdwn(shown_slice(label))}*" for label in slices[:8])
     if len(slices) > 8:
         slice_names += f" and {len(slices) - 8} more"
-    leads = [a for a in alerts if _leads(a) and a.payload.get("headline")]
-    lead = min(leads, key=lambda a: a.payload.get("alert_rank", 0), default=None)
-    headline = lead.payload["headline"] if lead else open_story_headline(alerts, carried)
+    headline = message_headline(alerts, carried)
     lead_text = ""
     if headline:
         lead_text = f"*{escape_mrkdwn(shorten(headline, MAX_HEADLINE_CHARS))}*\n"
