@@ -26,10 +26,11 @@ opened that day.
     day, mean delay. Target: every release with Δf1 ≥ 0.15 in a place of ≥ 100 events
     that day caught on its first day.
 
-(c) Kinds of trouble (`trouble_kinds.py`): in each stream, a lost top hit at several
-    places and sizes (one an intersection of ~80 events a day, below the pair slices'
-    volume bar), context bloat, empty contexts, a tenant of 20 on a wrong index, a slow
-    drift, a release then its fix, a judge change, a volume loss and a vanishing slice.
+(c) Kinds of trouble (`kind_scenarios.py`, replayed by `trouble_kinds.py`): in each
+    stream, a lost top hit at several places and sizes (one an intersection of ~80
+    events a day, below the pair slices' volume bar), context bloat, empty contexts, a
+    tenant of 20 on a wrong index, a slow drift, a release then its fix, a judge change,
+    a volume loss and a vanishing slice.
     Targets per kind: caught on its first day (a page of its slice; or, where its slice
     had an incident open from before it, which carries it without a page, a message that
     day led by its slice: counted apart), led by its own slice, no "Recovered"
@@ -69,18 +70,9 @@ from datetime import date, timedelta
 from functools import partial
 
 from kind_report import check, report_kinds
+from kind_scenarios import KINDS, OTHER_JUDGE, SCENARIOS, scenario_start, scenario_starts
 from release_kinds import PLACES, SIZES, ReleaseResult, replay_release, report_releases
-from trouble_kinds import (
-    KINDS,
-    OTHER_JUDGE,
-    SCENARIOS,
-    BaseStream,
-    ScenarioResult,
-    replay_base,
-    run_scenario,
-    scenario_start,
-    scenario_starts,
-)
+from trouble_kinds import BaseStream, ScenarioResult, replay_base, run_scenario
 
 from seer_metrics.rules import DEFAULT_RULES, RulesConfig, load_rules_config
 from seer_pipelines.demo.realistic import WEEKEND_VOLUME, load_pool

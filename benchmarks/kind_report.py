@@ -1,5 +1,5 @@
 """The report of the kinds of trouble of the alert-quality benchmark: per kind, how many
-scenarios met each target (`trouble_kinds.TARGETS`), then per place what they did."""
+scenarios met each target (`kind_scenarios.TARGETS`), then per place what they did."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 import numpy as np
-from trouble_kinds import TARGETS, ScenarioResult
+from kind_scenarios import TARGETS
+from trouble_kinds import ScenarioResult
 
 
 def _mean(values: Sequence[float]) -> str:

@@ -1,12 +1,13 @@
-"""The kinds of trouble of the alert-quality benchmark: scenarios, their replay, targets.
+"""The kinds of trouble of the alert-quality benchmark: each scenario's replay and the
+targets it met.
 
-Each scenario injects one kind of trouble (`seer_pipelines.demo.trouble`) into a
-clean seeded stream from a day after the warm-up, regenerates only the days it replays
-(the trouble's days and some after: a stream with trouble equals the clean one outside
-the trouble's slice and days) and replays them through the rules, starting from the
-incidents the clean stream had open. What each target means (`TARGETS`) is what a
-person on call would need from the alerts; what the targets read off a replay is in
-`kind_targets`, the day-by-day trace in `kind_trace`.
+Each scenario (`kind_scenarios`) injects one kind of trouble (`seer_pipelines.demo.trouble`)
+into a clean seeded stream from a day after the warm-up, regenerates only the days it
+replays (the trouble's days and some after: a stream with trouble equals the clean one
+outside the trouble's slice and days) and replays them through the rules, starting from
+the incidents the clean stream had open. What each target means
+(`kind_scenarios.TARGETS`) is what a person on call would need from the alerts; what the
+targets read off a replay is in `kind_targets`, the day-by-day trace in `kind_trace`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from datetime import date
 
 import numpy as np
 import pandas as pd
+from kind_scenarios import DRIFT_RECALL_FALL, OTHER_JUDGE, Scenario
 from kind_targets import (
     WEEK,
     MissedLead,
@@ -42,141 +44,7 @@ from seer_metrics.slices import slice_metrics
 from seer_pipelines.demo.judges import with_judge_column
 from seer_pipelines.demo.realistic import generate_stream, ideal_scores
 from seer_pipelines.demo.replay import ReplayedDay, replay_rules
-from seer_pipelines.demo.trouble import (
-    ContextBloat,
-    EmptyContexts,
-    JudgeChange,
-    Release,
-    SlowDrift,
-    Trouble,
-    VolumeLoss,
-    WrongIndex,
-)
-
-PROD_V2 = {"env": "prod", "feature_flag": "retrieval-v2"}
-PROD_V1 = {"env": "prod", "feature_flag": "retrieval-v1"}  # ~80 events a day
-DRIFT_RECALL_FALL = 0.15  # a drift must be caught before the slice's recall fell this much
-
-TARGETS = {
-    "caught": "caught on its first day (drift: before recall fell 0.15 below its first week)",
-    "led": "the message that pages it led by its own (narrowest) slice",
-    "no_false_recovery": 'no "Recovered" of its incidents (overlapping) while it lasts',
-    "recovered": 'a "Recovered" for its slice within a week of the fix, for all within two',
-    "volume_said": "the loss said on its day: a volume statistic failing on the slice",
-    "judge_not_paged": "a judge change never paged as a change (beyond the new judge's own)",
-}
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One trouble of one kind; `days` it lasts (None: to the end of the replay), `after`
-    the days replayed after it; `base` the clean stream it goes into."""
-
-    kind: str
-    place: str
-    trouble: Trouble
-    days: int | None
-    after: int
-    targets: tuple[str, ...]
-    base: str = "default"
-
-    @property
-    def replayed_days(self) -> int:
-        return (self.days or 0) + self.after
-
-
-CHANGE = ("caught", "led", "no_false_recovery")  # the targets of a change of level
-VOLUME = ("volume_said", "no_false_recovery")
-SCENARIOS: tuple[Scenario, ...] = (
-    Scenario("lost_top_hit", "prod × v2, all lose 1", Release(PROD_V2), 7, 0, CHANGE),
-    Scenario("lost_top_hit", "prod × v1 (~80/day), all lose 1", Release(PROD_V1), 7, 0, CHANGE),
-    Scenario(
-        "lost_top_hit",
-        "tenant=acme, 75% lose 1",
-        Release({"tenant": "acme"}, share=0.75),
-        7,
-        0,
-        CHANGE,
-    ),
-    Scenario(
-        "lost_top_hit", "env=prod, 50% lose 1", Release({"env": "prod"}, share=0.5), 7, 0, CHANGE
-    ),
-    Scenario(
-        "lost_top_hit",
-        "feature_flag=retrieval-v2, all lose 2",
-        Release({"feature_flag": "retrieval-v2"}, lost_top_hits=2),
-        7,
-        0,
-        CHANGE,
-    ),
-    Scenario("context_bloat", "prod × v2, 4 -> 8 passages", ContextBloat(PROD_V2), 7, 0, CHANGE),
-    Scenario(
-        "context_bloat",
-        "tenant=acme, 4 -> 8 passages",
-        ContextBloat({"tenant": "acme"}),
-        7,
-        0,
-        CHANGE,
-    ),
-    Scenario(
-        "empty_context",
-        "env=prod, 25% empty",
-        EmptyContexts({"env": "prod"}, share=0.25),
-        7,
-        0,
-        CHANGE,
-    ),
-    Scenario(
-        "empty_context", "prod × v2, 50% empty", EmptyContexts(PROD_V2, share=0.5), 7, 0, CHANGE
-    ),
-    Scenario(
-        "wrong_index", "tenant=t1 of 20 (~21%)", WrongIndex({"tenant": "t1"}), 7, 0, CHANGE, "mix"
-    ),
-    Scenario(
-        "wrong_index", "tenant=t2 of 20 (~12%)", WrongIndex({"tenant": "t2"}), 7, 0, CHANGE, "mix"
-    ),
-    Scenario(
-        "slow_drift", "prod × v2, +4% a day lose 1", SlowDrift(PROD_V2, step=0.04), 14, 0, CHANGE
-    ),
-    Scenario(
-        "release_fix",
-        "prod × v2 3 days, then fixed",
-        Release(PROD_V2, length=3),
-        3,
-        2 * WEEK,
-        (*CHANGE, "recovered"),
-    ),
-    Scenario(
-        "judge_change",
-        "all, another judge from day 1",
-        JudgeChange(),
-        None,
-        10,
-        ("judge_not_paged",),
-    ),
-    Scenario("volume_loss", "all, 10% of the events", VolumeLoss(share=0.9), 1, 3, VOLUME),
-    Scenario(
-        "slice_vanish",
-        "tenant=initech vanishes 3 days",
-        VolumeLoss({"tenant": "initech"}, share=1.0),
-        3,
-        3,
-        VOLUME,
-    ),
-    # A drift over a whole tenant, where its largest pair must not take the lead: kept
-    # last so that the other scenarios keep their start days.
-    Scenario(
-        "slow_drift",
-        "tenant=acme, +4% a day lose 1",
-        SlowDrift({"tenant": "acme"}, step=0.04),
-        14,
-        0,
-        CHANGE,
-    ),
-)
-KINDS = tuple(dict.fromkeys(s.kind for s in SCENARIOS))
-# the judge a judge change moves to, for the stream's judge
-OTHER_JUDGE = {"ideal": "lexical", "lexical": "ideal"}
+from seer_pipelines.demo.trouble import JudgeChange, SlowDrift, Trouble
 
 
 @dataclass(frozen=True)
@@ -378,11 +246,6 @@ def run_scenario(
     return result
 
 
-# Days a scenario's start leaves before the stream's end: the longest trouble (the drift).
-# A longer replay (a fix followed for two weeks) starts earlier where it would not fit.
-START_ROOM = 2 * WEEK
-
-
 def _names_it(day: ReplayedDay, label: str, first: date) -> bool:
     """Whether the day's message tells the trouble: it pages the trouble's slice, or, where
     the slice had an incident open from before the trouble (a chance dip of the clean
@@ -394,14 +257,3 @@ def _names_it(day: ReplayedDay, label: str, first: date) -> bool:
         return True
     held = any(i.slice == label and i.opened_on < first for i in day.open_incidents)
     return held and bool(day.pages) and lead_slice(day) == label
-
-
-def scenario_starts(total_days: int, warm_up: int) -> range:
-    """The days a scenario may start on: after two baselines' worth of days, leaving
-    `START_ROOM` days."""
-    return range(2 * warm_up, total_days - START_ROOM + 1)
-
-
-def scenario_start(starts: range, index: int, total_days: int, scenario: Scenario) -> int:
-    """The `index`-th start (cycling), earlier where the scenario's replay would not fit."""
-    return min(starts[index % len(starts)], total_days - scenario.replayed_days)
