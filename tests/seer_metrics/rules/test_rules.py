@@ -985,6 +985,31 @@ def test_a_pass_waits_while_a_wider_slice_around_it_stays_low(
     assert paused[("bloat_rise", "env=prod,tenant=acme")] is narrow_reads_paused
 
 
+def test_a_pass_waits_while_a_wider_slice_reads_the_rule_low_without_an_incident() -> None:
+    """A drift of prod x v2 opened retrieval-v2 x acme's recall drift; six days later the
+    pair read back within its noise while retrieval-v2, short of failing, read 0.08 low,
+    beyond its noise (lexical judge, seed 191). The pair's pass is paused. A wider slice
+    mostly of the pair's own events, a low reading of another rule, one within noise, or
+    a slice across the pair (not around it) pauses nothing."""
+    pair, wider = "feature_flag=retrieval-v2,tenant=acme", "feature_flag=retrieval-v2"
+    opened = opened_over_two_days(
+        [on("recall_drift", reading("2026-11-20", "fail", pair, 0.60, events=60))]
+    )
+    back = on("recall_drift", reading("2026-11-21", "pass", pair, 0.79, events=60))
+
+    def paused_beside(other: CheckOutcome) -> bool:
+        verdicts = day_verdicts([back, other], opened.still_open)
+        return next(v for v in verdicts if v.slice == pair).paused
+
+    low = on("recall_drift", reading("2026-11-21", "pass", wider, 0.72, events=230))
+    assert paused_beside(low.replace(inconclusive=True))
+    assert not paused_beside(low)  # within its noise
+    assert not paused_beside(low.replace(inconclusive=True, sample_size=100))
+    assert not paused_beside(on("recall_drop", low.replace(inconclusive=True)))
+    across = low.replace(slice="env=prod,feature_flag=retrieval-v2", inconclusive=True)
+    assert not paused_beside(across)
+
+
 @pytest.mark.parametrize(
     ("recall_opened", "bloat_waits"),
     [("2026-11-19", True), ("2026-10-19", False)],
