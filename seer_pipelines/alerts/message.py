@@ -151,10 +151,10 @@ def message_headline(alerts: Sequence[Alert], carried: Sequence[Alert]) -> str |
         for a in ordered
     ]
     stories = {(a.rule, a.slice): a for a in carried if a.payload.get("headline")}
+    leading = {(c.rule, c.slice): a for a, c in zip(ordered, paged, strict=True) if c.leads}
     chosen = headline_check(paged, stories)
-    lead = next((a for a in ordered if (a.rule, a.slice) == chosen), None)
-    if lead is not None:
-        return lead.payload["headline"]
+    if chosen in leading:
+        return leading[chosen].payload["headline"]
     if chosen not in stories:
         return None
     story = stories[chosen]
