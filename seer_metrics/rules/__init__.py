@@ -34,7 +34,7 @@ from seer_metrics.rules.config import (
 )
 from seer_metrics.rules.evaluation import control_false_discoveries, evaluate_rules, failing
 from seer_metrics.rules.explanation import Explanation
-from seer_metrics.rules.incident_day import IncidentChanges, advance_incidents, day_verdicts
+from seer_metrics.rules.incident_day import IncidentChanges, advance_incidents
 from seer_metrics.rules.incidents import (
     Incident,
     Verdict,
@@ -77,6 +77,7 @@ from seer_metrics.rules.statistics import (
     wilson_interval,
     z_value,
 )
+from seer_metrics.rules.verdict_holds import day_verdicts
 from seer_metrics.rules.wording import (
     alert_headline,
     format_value,

@@ -1,14 +1,10 @@
 """A day's outcomes applied to the incidents open before it: what opens, carries, closes
-and pages (`advance_incidents`), and the day's verdicts as the incidents take them.
+and pages (`advance_incidents`).
 
-Two rules look across slices, so they live here rather than in `follow`, which sees one
-(rule, slice) at a time: a change's pass is held while a slice sharing events with it
-still fails the rule, or is not back from its open incident on it, and any incident's
-pass while its trouble still fails another change rule, or while a wider slice around
-it is together still low, and its close while the same slice is not back on another
-change rule (`day_verdicts`, stored as decided so the folded history agrees),
-and a level a slice first breaches under its
-parent's open breach opens without a page (`under_parent`).
+It looks across slices, where `follow` sees one (rule, slice) at a time: it takes the
+day's verdicts as `verdict_holds.day_verdicts` decides them (a pass held, paused or
+waiting while its trouble is still around it), and a level a slice first breaches under
+its parent's open breach opens without a page (`under_parent`).
 """
 
 from __future__ import annotations
@@ -16,15 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import date
 
 from seer_metrics.rules.attribution import parent_slices
 from seer_metrics.rules.incidents import (
     Incident,
     Verdict,
-    clear_pass,
     follow,
-    still_low,
     worsened_by,
 )
 from seer_metrics.rules.model import (
@@ -34,8 +27,7 @@ from seer_metrics.rules.model import (
     moved_bad_way,
 )
 from seer_metrics.rules.readings import TOLERANCE
-from seer_metrics.rules.recovery import back_from_the_drop, half_way_back
-from seer_metrics.slices.identity import SliceIdentity
+from seer_metrics.rules.verdict_holds import day_verdicts
 
 
 @dataclass(frozen=True)
@@ -149,248 +141,6 @@ def advance_incidents(
         under_parent=tuple(opened[key] for key in opened if key in shared),
         verdicts=decided,
     )
-
-
-def day_verdicts(
-    outcomes: Sequence[CheckOutcome],
-    open_incidents: Iterable[Incident] = (),
-    close_after_passes: int = DEFAULT_CLOSE_AFTER_PASSES,
-) -> list[Verdict]:
-    """The day's verdicts as the incidents take them (and as they are stored, so that
-    folding the stored verdicts gives the same incidents): each outcome's verdict, a
-    change's pass held as inconclusive while a slice sharing events with it fails the same
-    rule, or has its incident on the rule open (in `open_incidents`, those open before the
-    day) and is not half way back from it today nor on its last reading (then only
-    `paused`: it neither counts nor restarts the recovery); and any open incident's
-    reading held while another change rule fails on a slice sharing its events, in an
-    incident opened within `SAME_TROUBLE_DAYS` of it, or paused while that incident
-    passes but is not back (on two readings); and paused while a wider slice around it
-    has a change incident opened within that time whose readings together are still
-    low (`_inside_a_low_change`); and a clear pass `waiting` (it counts, but does not
-    close) while the same slice's incident on another change rule, opened within that
-    time, reads not clearly back and is together still low (`_beside_a_low_change`).
-    A drift over tenant=acme had opened env=prod,tenant=acme's bloat with acme's recall
-    drift; the bloat read back within noise and "recovered" while the drift went on,
-    passing but far from back (ideal judge, seed 104)."""
-    raw = [verdict for outcome in outcomes if (verdict := Verdict.of(outcome))]
-    read = {(o.rule, o.slice): (o.statistic, o.sample_size) for o in outcomes}
-    incidents = {i.key: i for i in open_incidents}
-    failing: dict[str, list[SliceIdentity]] = {}
-    not_back: dict[str, list[SliceIdentity]] = {}
-    failing_changes: list[_TroubleChange] = []
-    not_back_changes: list[_TroubleChange] = []
-    low_changes: list[_TroubleChange] = []
-    low_unclear: list[_TroubleChange] = []  # of those, the ones not clearly back today
-    # drops beyond noise today, short of failing, on slices without an incident on the rule
-    low_today: list[_TroubleChange] = []
-    for verdict in raw:
-        incident = incidents.get((verdict.rule, verdict.slice))
-        change = incident if incident is not None and incident.kind == "drop" else None
-        identity = SliceIdentity.decode(verdict.slice)
-        if verdict.status == "fail":
-            failing.setdefault(verdict.rule, []).append(identity)
-        elif _still_not_back(verdict, change):
-            not_back.setdefault(verdict.rule, []).append(identity)
-            if change is not None:
-                not_back_changes.append(_TroubleChange(verdict.rule, identity, change.opened_on))
-        if verdict.status == "fail" and verdict.kind == "drop":
-            opened = verdict.day if change is None else change.opened_on
-            failing_changes.append(_TroubleChange(verdict.rule, identity, opened))
-        if verdict.kind == "drop" and incident is None and verdict.status == "inconclusive":
-            reading = read.get((verdict.rule, verdict.slice))
-            low_today.append(_TroubleChange(verdict.rule, identity, verdict.day, reading))
-        if change is not None and still_low(change, verdict, close_after_passes):
-            reading = read.get((verdict.rule, verdict.slice))
-            low_changes.append(_TroubleChange(verdict.rule, identity, change.opened_on, reading))
-            if not clear_pass(verdict, change):
-                low_unclear.append(low_changes[-1])
-    verdicts = []
-    for verdict in raw:
-        incident = incidents.get((verdict.rule, verdict.slice))
-        if _held_by_overlapping_failure(verdict, failing) or _held_by_same_trouble(
-            verdict, incident, failing_changes
-        ):
-            verdict = replace(verdict, status="inconclusive", held=True)
-        elif (
-            _held_by_overlapping_failure(verdict, not_back)
-            or _held_by_same_trouble(verdict, incident, not_back_changes)
-            or _inside_a_low_change(
-                verdict, incident, low_changes, read.get((verdict.rule, verdict.slice))
-            )
-            or _inside_a_low_reading(
-                verdict, incident, low_today, read.get((verdict.rule, verdict.slice))
-            )
-        ):
-            verdict = replace(verdict, status="inconclusive", held=True, paused=True)
-        elif _beside_a_low_change(verdict, incident, low_unclear):
-            verdict = replace(verdict, waiting=True)
-        verdicts.append(verdict)
-    return verdicts
-
-
-# Change incidents on slices sharing events that opened this many days apart or less are
-# taken for one trouble: the rules' trailing week.
-SAME_TROUBLE_DAYS = 7
-
-
-@dataclass(frozen=True)
-class _TroubleChange:
-    """A change on a slice today that may hold others: failing (a hold), in its open
-    incident and not back (a pause), or with its readings together still low (a pause of
-    the slices inside it; only these carry their `reading`)."""
-
-    rule: str
-    slice: SliceIdentity
-    opened_on: date
-    reading: tuple[str, int] | None = None  # its statistic and today's events
-
-
-def _held_by_same_trouble(
-    verdict: Verdict, incident: Incident | None, failing: Sequence[_TroubleChange]
-) -> bool:
-    """An incident's pass (a change's or a level's, clear or within noise: a level against
-    its normal pools both) is not a recovery while another change rule still fails (or,
-    read with the changes not back, has not come back) on a slice sharing its events, in
-    an incident opened within `SAME_TROUBLE_DAYS` of this one: the trouble that moved
-    this statistic, in part, is still there. A slice a breakage touches in part reads its
-    own rule back within noise by chance: half of env=prod losing its top hit,
-    `env=prod,tenant=initech` "recovered" its nDCG drop on the trouble's 5th day while
-    env=prod's recall drop failed every day; a bloat share that empty contexts moved, a
-    drift's, and `recall_high_priority` on env=prod beside a tenant on a wrong index did
-    the same (4 of 64 troubles on streams not tuned on, 8 under the lexical judge; none
-    with this hold). An incident opened long before the failing one (a chronic one)
-    holds nothing new."""
-    if incident is None or verdict.status == "fail":
-        return False
-    mine = SliceIdentity.decode(verdict.slice)
-    return any(
-        other.rule != verdict.rule
-        and mine.may_overlap(other.slice)
-        and abs((other.opened_on - incident.opened_on).days) <= SAME_TROUBLE_DAYS
-        for other in failing
-    )
-
-
-# A wider slice pauses a narrower one on the same statistic only when the narrower holds
-# at most this share of its events: else the wider's readings are mostly the narrower's
-# own, which its own test has judged.
-WIDER_SHARE = 0.5
-
-
-def _another_reading(mine: tuple[str, int], wider: tuple[str, int] | None) -> bool:
-    """Whether a wider slice's reading says something the narrower's own does not: another
-    statistic, or the same one over mostly other events."""
-    if wider is None:
-        return False
-    return wider[0] != mine[0] or wider[1] * WIDER_SHARE >= mine[1]
-
-
-def _inside_a_low_change(
-    verdict: Verdict,
-    incident: Incident | None,
-    low: Sequence[_TroubleChange],
-    reading: tuple[str, int] | None,
-) -> bool:
-    """An incident's pass is not a recovery while a wider slice around it (on any change
-    rule) stays open with its latest readings together still low, in an incident opened
-    within `SAME_TROUBLE_DAYS` of this one: its events hold the trouble, diluted. The
-    wider slice is the surer reading, so only it pauses the narrower one, and on the same
-    statistic only over mostly other events (`_another_reading`). A drift over all of
-    tenant=acme: `feature_flag=retrieval-v1,tenant=acme` (~40 events) read back within
-    its noise and "recovered" its recall drop while acme's, on every reading half way
-    back but together 0.05 low, stayed open (lexical judge, seed 104). After a fix,
-    env=prod and retrieval-v2 read 0.02 low for five days, mostly prod x v2's own events:
-    pausing prod x v2 on them put its "Recovered" a day past its week (lexical, 108)."""
-    if incident is None or verdict.status == "fail" or reading is None:
-        return False
-    mine = SliceIdentity.decode(verdict.slice)
-    return any(
-        mine.is_narrower_than(other.slice)
-        and _another_reading(reading, other.reading)
-        and abs((other.opened_on - incident.opened_on).days) <= SAME_TROUBLE_DAYS
-        for other in low
-    )
-
-
-def _inside_a_low_reading(
-    verdict: Verdict,
-    incident: Incident | None,
-    low: Sequence[_TroubleChange],
-    reading: tuple[str, int] | None,
-) -> bool:
-    """A change incident's clear pass is not a recovery while a wider slice around it, over
-    mostly other events (`_another_reading`), reads the same rule's drop beyond its noise
-    today, short of failing (no incident of its own): the change is still in the wider
-    slice's events, diluted. A drift of prod x v2 opened retrieval-v2 x acme's recall
-    drift on its 5th day; six days later that pair read back within its noise and
-    "recovered" while retrieval-v2 read 0.08 low, twice its noise, and prod x v2 0.12
-    (lexical judge, seed 191)."""
-    if incident is None or incident.kind != "drop" or verdict.status != "pass" or not reading:
-        return False
-    mine = SliceIdentity.decode(verdict.slice)
-    return any(
-        other.rule == verdict.rule
-        and mine.is_narrower_than(other.slice)
-        and _another_reading(reading, other.reading)
-        for other in low
-    )
-
-
-def _beside_a_low_change(
-    verdict: Verdict, incident: Incident | None, low: Sequence[_TroubleChange]
-) -> bool:
-    """An incident's pass waits to close while the same slice's incident on another
-    change rule, opened within `SAME_TROUBLE_DAYS` of this one, reads not clearly back
-    today and has its latest readings together still low (`low`: only those): one
-    trouble moved both. A drift of prod x v2 opened its precision drop and bloat with its
-    recall drop on the drift's 4th day; the two read back at their normal and "recovered"
-    while recall, held open, was 0.05-0.08 low (lexical judge, seed 135, one stream). The
-    pass still counts. Waiting until the other one closed kept two correlated incidents
-    of one slice (f1 and precision after a fix, ideal judge, seed 144) each waiting on the
-    other's low days for over two weeks."""
-    if incident is None or verdict.status != "pass":
-        return False
-    mine = SliceIdentity.decode(verdict.slice)
-    return any(
-        other.rule != verdict.rule
-        and other.slice == mine
-        and abs((other.opened_on - incident.opened_on).days) <= SAME_TROUBLE_DAYS
-        for other in low
-    )
-
-
-def _still_not_back(verdict: Verdict, incident: Incident | None) -> bool:
-    """The slice's open change incident is not half way back today, nor on its last
-    reading: a residual breakage persists, a chance low day does not. After a fix under
-    the lexical judge ~30 incidents are open on a rule, and on most days one of them read
-    beyond its noise by chance: holding every overlapping pass on that (as a pass merely
-    inconclusive did) kept all of one fix's incidents open for its week, where now only
-    those of the tenant it touched in part stay open."""
-    if incident is None or back_from_the_drop(verdict, incident):
-        return False
-    if incident.last_observed is None:
-        return True
-    last = (incident.last_observed, incident.last_baseline)
-    return not half_way_back(incident, *last, verdict.worse_when)
-
-
-def _held_by_overlapping_failure(
-    verdict: Verdict, slices: Mapping[str, Sequence[SliceIdentity]]
-) -> bool:
-    """A change's pass on a slice is not a recovery while the same rule fails today on a
-    slice that shares events with it (one inside it, one around it, or one across it), or
-    that slice's open incident on the rule is not back today: the breakage may still be
-    in its events, diluted. Lexical judge, releases on prod x v2 and prod x v1:
-    `tenant=acme` and `env=prod,tenant=acme` "recovered" their bloat on a day
-    `feature_flag=retrieval-v1` still failed it; a quarter of acme losing its top hit,
-    `feature_flag=retrieval-v1` "recovered" its bloat while acme's was still up, within
-    noise but not back. `slices` maps each rule to the slices of one kind: failing it
-    (the pass is held), or not back from their incident on it (only paused)."""
-    others = slices.get(verdict.rule)
-    if verdict.kind != "drop" or verdict.status != "pass" or not others:
-        return False
-    mine = SliceIdentity.decode(verdict.slice)
-    return any(other != mine and mine.may_overlap(other) for other in others)
 
 
 def _shares_parent_breach(

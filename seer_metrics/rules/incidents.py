@@ -87,7 +87,7 @@ class Verdict:
     threshold: float | None = None
     worse_when: str = "below"
     # A change's pass held as inconclusive because a slice sharing its events still fails
-    # (`incident_day.day_verdicts`): it restarts a recovery, an inconclusive reading of
+    # (`verdict_holds.day_verdicts`): it restarts a recovery, an inconclusive reading of
     # the slice's own only pauses it.
     held: bool = False
     # Held only because a slice sharing its events is not back from its own incident (not
@@ -95,7 +95,7 @@ class Verdict:
     paused: bool = False
     # A clear pass while the same slice's incident on another change rule, of the same
     # trouble, reads not clearly back and is together still low: it counts, but the
-    # incident does not close that day (`incident_day.day_verdicts`).
+    # incident does not close that day (`verdict_holds.day_verdicts`).
     waiting: bool = False
 
     def figures(self) -> dict[str, Any]:
@@ -301,7 +301,7 @@ def follow(
     if verdict.paused:  # set only with `held`
         return replace(incident, **_latest(verdict)), "carried"
     clear = clear_pass(verdict, incident)
-    # a waiting pass counts, but never closes (`incident_day._beside_a_low_change`)
+    # a waiting pass counts, but never closes (`verdict_holds._beside_a_low_change`)
     may_close = clear and not verdict.waiting
     pools = incident.kind != "drop" and pooled_level(verdict)
     if verdict.held or (not clear and incident.kind != "drop" and not pools):
