@@ -148,12 +148,14 @@ def _held_by_same_trouble(
 WIDER_SHARE = 0.5
 
 
-def _another_reading(mine: tuple[str, int], wider: tuple[str, int] | None) -> bool:
-    """Whether a wider slice's reading says something the narrower's own does not: another
-    statistic, or the same one over mostly other events."""
-    if wider is None:
+def _another_reading(mine: SliceIdentity, reading: tuple[str, int], other: _TroubleChange) -> bool:
+    """Whether `other` is a wider slice around `mine` whose reading says something the
+    narrower's own (`reading`) does not: another statistic, or the same one over mostly
+    other events."""
+    wider = other.reading
+    if wider is None or not mine.is_narrower_than(other.slice):
         return False
-    return wider[0] != mine[0] or wider[1] * WIDER_SHARE >= mine[1]
+    return wider[0] != reading[0] or wider[1] * WIDER_SHARE >= reading[1]
 
 
 def _inside_a_low_change(
@@ -176,8 +178,7 @@ def _inside_a_low_change(
         return False
     mine = SliceIdentity.decode(verdict.slice)
     return any(
-        mine.is_narrower_than(other.slice)
-        and _another_reading(reading, other.reading)
+        _another_reading(mine, reading, other)
         and abs((other.opened_on - incident.opened_on).days) <= SAME_TROUBLE_DAYS
         for other in low
     )
@@ -200,10 +201,7 @@ def _inside_a_low_reading(
         return False
     mine = SliceIdentity.decode(verdict.slice)
     return any(
-        other.rule == verdict.rule
-        and mine.is_narrower_than(other.slice)
-        and _another_reading(reading, other.reading)
-        for other in low
+        other.rule == verdict.rule and _another_reading(mine, reading, other) for other in low
     )
 
 
