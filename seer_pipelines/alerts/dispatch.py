@@ -166,28 +166,13 @@ class AlertDispatcher:
         groups: dict[str, list[Alert]] = {}
         for row in pending:
             groups.setdefault(str(row.payload.get("backfill") or row.slice), []).append(row)
-        delivered, errors, destination = 0, [], None
-        for group in groups.values():
-            if self.hold_run_failures is not None and self.hold_run_failures(group):
-                continue
-            message = build_run_failure_message(group, self.slack.resolved_dagster_url())
-            try:
-                receipt = self.slack.send(message, self.log)
-            except AlertDeliveryError as error:
-                self.outbox.mark_failed(group, str(error), error.retry_after_seconds)
-                errors.append(str(error))
-                continue
-            self.outbox.mark_sent(group, receipt.destination, receipt.slack_ts)
-            delivered += len(group)
-            destination = receipt.destination
-        return DeliveryResult(
-            partition_date,
-            KIND_RUN_FAILURE,
-            delivered=not errors,
-            alerts=delivered,
-            destination=destination,
-            error="; ".join(errors) or None,
-        )
+        dagster_url = self.slack.resolved_dagster_url()
+        messages = [
+            (build_run_failure_message(group, dagster_url), group, None)
+            for group in groups.values()
+            if self.hold_run_failures is None or not self.hold_run_failures(group)
+        ]
+        return self._send_each(partition_date, KIND_RUN_FAILURE, messages, errors=[])
 
     def deliver_recoveries(self, partition_date: date) -> DeliveryResult:
         """The pending `recovered` rows of a day: ONE reply per thread (the alert they
@@ -208,10 +193,24 @@ class AlertDispatcher:
                 errors.append(f"{row.rule} on {row.slice}: waiting for the alert it replies to")
                 continue
             threads.setdefault(str(root.slack_ts), (root, []))[1].append(row)
+        messages = [
+            (build_recovered_message(rows), rows, root.slack_ts) for root, rows in threads.values()
+        ]
+        return self._send_each(partition_date, KIND_RECOVERED, messages, errors)
+
+    def _send_each(
+        self,
+        partition_date: date,
+        kind: str,
+        messages: Sequence[tuple[SlackMessage, list[Alert], str | None]],
+        errors: list[str],
+    ) -> DeliveryResult:
+        """Send each (message, its rows, the thread it replies in): a failed send keeps
+        its rows pending and the others still go; `errors` are the day's earlier ones."""
         delivered, destination = 0, None
-        for root, rows in threads.values():
+        for message, rows, thread in messages:
             try:
-                receipt = self.slack.send(build_recovered_message(rows), self.log, root.slack_ts)
+                receipt = self.slack.send(message, self.log, thread)
             except AlertDeliveryError as error:
                 self.outbox.mark_failed(rows, str(error), error.retry_after_seconds)
                 errors.append(str(error))
@@ -221,7 +220,7 @@ class AlertDispatcher:
             destination = receipt.destination
         return DeliveryResult(
             partition_date,
-            KIND_RECOVERED,
+            kind,
             delivered=not errors,
             alerts=delivered,
             destination=destination,
