@@ -172,6 +172,51 @@ def test_a_failed_backfill_is_one_message_listing_its_days(warehouse) -> None:
     assert [r.state for r in rows] == [SENT] * 3
 
 
+def run_failure(run_id: str, backfill: str) -> tuple[str, str, str, dict]:
+    payload = {
+        "rule": "run_failure",
+        "slice": run_id,
+        "status": "fail",
+        "severity": "ERROR",
+        "job": "seer_daily",
+        "run_id": run_id,
+        "partition": DAY.isoformat(),
+        "backfill": backfill,
+        "error": f"ingest: ValueError: broken in {backfill}",
+    }
+    return ("run_failure", run_id, "ERROR", payload)
+
+
+def test_one_failed_post_keeps_its_backfill_pending_and_the_others_still_go(warehouse) -> None:
+    """Two backfills failed: Slack refuses the first message, the second still posts, and
+    the refused one goes out on the next pass (never lost, never posted twice)."""
+    with FakeSlack() as fake:
+        dispatcher = dispatcher_for(warehouse, slack_for(fake))
+        dispatcher.outbox.record(
+            DAY,
+            KIND_RUN_FAILURE,
+            [run_failure("run-a", "bkflA"), run_failure("run-b", "bkflB")],
+            None,
+        )
+        fake.fail_next("server_error")
+        first = dispatcher.deliver(DAY, KIND_RUN_FAILURE)
+        assert (first.delivered, first.alerts) == (False, 1)
+        assert first.error
+        states = {r.slice: r.state for r in dispatcher.outbox.rows(DAY, KIND_RUN_FAILURE)}
+        assert sorted(states.values()) == [PENDING, SENT]
+        assert len(fake.messages) == 1
+        second = dispatcher.deliver(DAY, KIND_RUN_FAILURE)
+        assert (second.delivered, second.alerts, second.error) == (True, 1, None)
+        assert len(fake.messages) == 2
+        texts = [m["text"] for m in fake.messages]
+    assert sorted(texts) == [
+        "Seer: 1 run(s) failed in backfill bkflA of seer_daily",
+        "Seer: 1 run(s) failed in backfill bkflB of seer_daily",
+    ]
+    rows = dispatcher.outbox.rows(DAY, KIND_RUN_FAILURE)
+    assert [r.state for r in rows] == [SENT, SENT]
+
+
 def test_run_failure_sensor_posts_directly_when_the_warehouse_is_down() -> None:
     @asset
     def exploding_too() -> None:
