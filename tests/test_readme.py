@@ -105,18 +105,17 @@ def _threshold_as_written(threshold: float) -> set[str]:
 def test_the_rule_table_is_the_packaged_default_rules():
     """A user reads the README's rule table as the defaults: every packaged rule, its
     severity and its threshold, and nothing else."""
-    import yaml
+    from seer_metrics.rules import default_rules
 
-    rules_file = README.parent / "seer_metrics" / "rules" / "default_rules.yaml"
-    rules = yaml.safe_load(rules_file.read_text())["rules"]
+    rules = default_rules().rules
     section = _readme_section("## Alert rules on a real retriever")
     rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| `")]
     documented = {
         re.match(r"\s*`(\w+)`", check).group(1): (check, fails_when) for check, fails_when in rows
     }
-    assert set(documented) == {rule["name"] for rule in rules}
+    assert set(documented) == {rule.name for rule in rules}
     for rule in rules:
-        check, fails_when = documented[rule["name"]]
-        assert re.search(rf"\({rule['severity']}\b", check), (rule["name"], check)
-        written = _threshold_as_written(float(rule["threshold"]))
-        assert any(form in fails_when for form in written), (rule["name"], fails_when, written)
+        check, fails_when = documented[rule.name]
+        assert re.search(rf"\({rule.severity}\b", check), (rule.name, check)
+        written = _threshold_as_written(rule.threshold)
+        assert any(form in fails_when for form in written), (rule.name, fails_when, written)
