@@ -1,11 +1,11 @@
 """Alert quality of the default rules on realistic traffic: false pages and detection.
 
 Streams of the realistic generator (`seer_pipelines.demo.realistic`: real multi-hop
-questions, the BM25 top 4 as context, ~300 events a day) are scored with the ideal judge
-(the gold passages) or, with `--judge lexical`, with the offline lexical judge `seer demo`
-uses (judged once per distinct question and context, so it costs little), aggregated
-into slices (by default `env`, `feature_flag` and `tenant`, with their pair slices) and
-replayed through the rules day by day, as the daily job runs them
+questions, the BM25 top 4 as context, ~300 events a day, or `--events-per-day`) are scored
+with the ideal judge (the gold passages) or, with `--judge lexical`, with the offline
+lexical judge `seer demo` uses (judged once per distinct question and context, so it
+costs little), aggregated into slices (by default `env`, `feature_flag` and `tenant`, with
+their pair slices) and replayed through the rules day by day, as the daily job runs them
 (`seer_pipelines.demo.replay`). A page is what would notify someone:
 a failing drop after the day's false-discovery control, or a service-level incident
 opened that day.
@@ -51,6 +51,7 @@ opened that day.
     .venv/bin/python benchmarks/alert_quality.py --streams 2    # quicker
     .venv/bin/python benchmarks/alert_quality.py --judge lexical  # the demo's judge
     .venv/bin/python benchmarks/alert_quality.py --seed 105       # streams not tuned on
+    .venv/bin/python benchmarks/alert_quality.py --events-per-day 900  # a busier retriever
     .venv/bin/python benchmarks/alert_quality.py --kinds release_fix --trace "prod × v2"
 
 Exits non-zero when a target is missed. A few minutes with the defaults on two cores
@@ -75,7 +76,7 @@ from release_kinds import PLACES, SIZES, ReleaseResult, replay_release, report_r
 from trouble_kinds import BaseStream, ScenarioResult, replay_base, run_scenario
 
 from seer_metrics.rules import DEFAULT_RULES, RulesConfig, load_rules_config
-from seer_pipelines.demo.realistic import WEEKEND_VOLUME, load_pool
+from seer_pipelines.demo.realistic import DEFAULT_EVENTS_PER_DAY, WEEKEND_VOLUME, load_pool
 from seer_pipelines.demo.trouble import NewTenant
 
 END_DAY = date(2026, 11, 27)
@@ -90,17 +91,29 @@ ALL_KINDS = ("clean", "release", *KINDS, "clean_mix")
 
 
 def replay_clean(
-    config: RulesConfig, seed: int, days: int, keys: Sequence[str], judge: str = "ideal"
+    config: RulesConfig,
+    seed: int,
+    days: int,
+    keys: Sequence[str],
+    judge: str = "ideal",
+    events_per_day: int = DEFAULT_EVENTS_PER_DAY,
 ) -> BaseStream:
-    return replay_base(config, seed, days, END_DAY, keys, judge)
+    return replay_base(config, seed, days, END_DAY, keys, judge, events_per_day=events_per_day)
 
 
 def replay_mix(
-    config: RulesConfig, seed: int, days: int, keys: Sequence[str], judge: str = "ideal"
+    config: RulesConfig,
+    seed: int,
+    days: int,
+    keys: Sequence[str],
+    judge: str = "ideal",
+    events_per_day: int = DEFAULT_EVENTS_PER_DAY,
 ) -> BaseStream:
     """Clean traffic of 20 tenants, a new tenant (8% of the traffic) from mid-stream on."""
     new_tenant = NewTenant(start=END_DAY - timedelta(days=days // 2))
-    return replay_base(config, seed, days, END_DAY, keys, judge, MIX_TENANTS, (new_tenant,))
+    return replay_base(
+        config, seed, days, END_DAY, keys, judge, MIX_TENANTS, (new_tenant,), events_per_day
+    )
 
 
 def report_clean(
@@ -174,15 +187,18 @@ def run_stream(
     """Every chosen kind on the stream seeded `--seed + stream_index` (one worker's share)."""
     started = time.perf_counter()
     seed = args.seed + stream_index
+    volume = args.events_per_day
     scenarios = [s for s in SCENARIOS if s.kind in kinds]
     bases: dict[str, BaseStream] = {}
     if {"clean", "release"} & set(kinds) or any(s.base == "default" for s in scenarios):
-        bases["default"] = replay_clean(config, seed, args.days, keys, args.judge)
+        bases["default"] = replay_clean(config, seed, args.days, keys, args.judge, volume)
     if "clean_mix" in kinds or any(s.base == "mix" for s in scenarios):
-        bases["mix"] = replay_mix(config, seed, args.days, keys, args.judge)
+        bases["mix"] = replay_mix(config, seed, args.days, keys, args.judge, volume)
     if "judge_change" in kinds:
         # what the judge change's days page judged by the new judge all along
-        bases["new_judge"] = replay_clean(config, seed, args.days, keys, OTHER_JUDGE[args.judge])
+        bases["new_judge"] = replay_clean(
+            config, seed, args.days, keys, OTHER_JUDGE[args.judge], volume
+        )
     releases = []
     if "release" in kinds:
         # Each release starts on a different day, spread over the stream after the warm-up.
@@ -223,6 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--days", type=int, default=63, help="days per stream (default 63)")
     parser.add_argument("--warm-up", type=int, default=7, help="days left out (default 7)")
+    parser.add_argument(
+        "--events-per-day",
+        type=int,
+        default=DEFAULT_EVENTS_PER_DAY,
+        help=f"a weekday's events, about (default {DEFAULT_EVENTS_PER_DAY})",
+    )
     parser.add_argument("--release-days", type=int, default=3, help="days a release lasts")
     parser.add_argument(
         "--slice-keys", default=",".join(SLICE_KEYS), help="metadata keys to slice by"
@@ -250,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     kinds = _kinds(args.kinds, parser)
     longest = max(scenario.replayed_days for scenario in SCENARIOS)
+    if args.events_per_day < 1:
+        parser.error("--events-per-day must be at least 1")
     if args.days < max(args.warm_up + args.release_days + 1, 2 * args.warm_up + longest):
         parser.error("--days must leave room for two warm-ups and the longest trouble")
     keys = [key.strip() for key in args.slice_keys.split(",") if key.strip()]
@@ -268,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     scenario_results = [result for r in runs for result in r.scenarios]
     print(
         f"Alert quality of the rules on realistic streams (slice keys {', '.join(keys)}, "
-        f"~300 events a day, {args.judge} judge, incidents close after "
+        f"~{args.events_per_day} events a day, {args.judge} judge, incidents close after "
         f"{config.close_after_passes} clear passes)"
     )
     passed = True

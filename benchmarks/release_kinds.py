@@ -76,6 +76,7 @@ def replay_release(
         generate_stream(
             len(release_days),
             end_day=release_days[-1],
+            events_per_day=clean.events_per_day,
             seed=clean.seed,
             release=release,
             judge=clean.judge,

@@ -42,7 +42,7 @@ from seer_metrics.rules import RulesConfig
 from seer_metrics.rules.incidents import Incident
 from seer_metrics.slices import slice_metrics
 from seer_pipelines.demo.judges import with_judge_column
-from seer_pipelines.demo.realistic import generate_stream, ideal_scores
+from seer_pipelines.demo.realistic import DEFAULT_EVENTS_PER_DAY, generate_stream, ideal_scores
 from seer_pipelines.demo.replay import ReplayedDay, replay_rules
 from seer_pipelines.demo.trouble import JudgeChange, SlowDrift, Trouble
 
@@ -61,6 +61,7 @@ class BaseStream:
     open_before: dict[date, tuple[Incident, ...]]
     tenants: int | None = None
     troubles: tuple[Trouble, ...] = ()
+    events_per_day: int = DEFAULT_EVENTS_PER_DAY  # a weekday's events, about
 
 
 def slice_table(scores: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
@@ -77,9 +78,16 @@ def replay_base(
     judge: str,
     tenants: int | None = None,
     troubles: Sequence[Trouble] = (),
+    events_per_day: int = DEFAULT_EVENTS_PER_DAY,
 ) -> BaseStream:
     events = generate_stream(
-        days, end_day=end_day, seed=seed, judge=judge, tenants=tenants, troubles=troubles
+        days,
+        end_day=end_day,
+        events_per_day=events_per_day,
+        seed=seed,
+        judge=judge,
+        tenants=tenants,
+        troubles=troubles,
     )
     scores = ideal_scores(events)
     table = slice_table(scores, keys)
@@ -102,6 +110,7 @@ def replay_base(
         open_before,
         tenants,
         tuple(troubles),
+        events_per_day,
     )
 
 
@@ -160,6 +169,7 @@ def run_scenario(
     events = generate_stream(
         len(replay_days),
         end_day=replay_days[-1],
+        events_per_day=base.events_per_day,
         seed=base.seed,
         judge=base.judge,
         tenants=base.tenants,
