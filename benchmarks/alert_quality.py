@@ -90,32 +90,6 @@ MIX_TENANTS = 20  # the clean mix: this many tenants, and a new one from mid-str
 ALL_KINDS = ("clean", "release", *KINDS, "clean_mix")
 
 
-def replay_clean(
-    config: RulesConfig,
-    seed: int,
-    days: int,
-    keys: Sequence[str],
-    judge: str = "ideal",
-    events_per_day: int = DEFAULT_EVENTS_PER_DAY,
-) -> BaseStream:
-    return replay_base(config, seed, days, END_DAY, keys, judge, events_per_day=events_per_day)
-
-
-def replay_mix(
-    config: RulesConfig,
-    seed: int,
-    days: int,
-    keys: Sequence[str],
-    judge: str = "ideal",
-    events_per_day: int = DEFAULT_EVENTS_PER_DAY,
-) -> BaseStream:
-    """Clean traffic of 20 tenants, a new tenant (8% of the traffic) from mid-stream on."""
-    new_tenant = NewTenant(start=END_DAY - timedelta(days=days // 2))
-    return replay_base(
-        config, seed, days, END_DAY, keys, judge, MIX_TENANTS, (new_tenant,), events_per_day
-    )
-
-
 def report_clean(
     streams: Sequence[BaseStream], warm_up: int, title: str = "(a) clean traffic"
 ) -> bool:
@@ -187,18 +161,21 @@ def run_stream(
     """Every chosen kind on the stream seeded `--seed + stream_index` (one worker's share)."""
     started = time.perf_counter()
     seed = args.seed + stream_index
-    volume = args.events_per_day
+    # a clean stream of this seed, days and volume, judged by the given judge
+    replay = partial(
+        replay_base, config, seed, args.days, END_DAY, keys, events_per_day=args.events_per_day
+    )
     scenarios = [s for s in SCENARIOS if s.kind in kinds]
     bases: dict[str, BaseStream] = {}
     if {"clean", "release"} & set(kinds) or any(s.base == "default" for s in scenarios):
-        bases["default"] = replay_clean(config, seed, args.days, keys, args.judge, volume)
+        bases["default"] = replay(args.judge)
     if "clean_mix" in kinds or any(s.base == "mix" for s in scenarios):
-        bases["mix"] = replay_mix(config, seed, args.days, keys, args.judge, volume)
+        # 20 tenants, a new tenant (8% of the traffic) from mid-stream on
+        new_tenant = NewTenant(start=END_DAY - timedelta(days=args.days // 2))
+        bases["mix"] = replay(args.judge, MIX_TENANTS, (new_tenant,))
     if "judge_change" in kinds:
         # what the judge change's days page judged by the new judge all along
-        bases["new_judge"] = replay_clean(
-            config, seed, args.days, keys, OTHER_JUDGE[args.judge], volume
-        )
+        bases["new_judge"] = replay(OTHER_JUDGE[args.judge])
     releases = []
     if "release" in kinds:
         # Each release starts on a different day, spread over the stream after the warm-up.
