@@ -650,23 +650,32 @@ def test_incident_transitions_keep_dates_messages_and_round_trip() -> None:
 def test_a_level_its_parent_already_breaches_opens_without_a_page() -> None:
     """A small tenant first reaching the minimum sample breaches the chronic level its
     parent has open: the incident opens, carried under the parent, with no page and no
-    reply when it closes; a tenant worse than its parent beyond noise still pages."""
+    reply when it closes; a tenant much worse than its parent (the escalation step beyond
+    their noise) still pages."""
 
     def reading(day: str, label: str, observed: float, status: str = "fail") -> CheckOutcome:
-        return replace(level(day, status, label), observed=observed, noise=0.05)
+        return replace(
+            level(day, status, label), observed=observed, noise=0.05, escalation_step=0.20
+        )
 
     first = advance_incidents([], [reading("2026-11-20", "all", 0.78)])
     assert [p.slice for p in first.pages] == ["all"]
-    # the same level as `all`, within noise: no page; far below it: a page
+    # the same level as `all`, within noise: no page; worse beyond noise but by less than
+    # the step beyond it (0.19 down, noise 0.05): no page; far below it: a page
     day = [
         reading("2026-11-21", "all", 0.79),
         reading("2026-11-21", "tenant=t3", 0.75),
+        reading("2026-11-21", "tenant=t5", 0.60),
         reading("2026-11-21", "tenant=t7", 0.10),
         reading("2026-11-21", "env=prod,tenant=t3", 0.76),
     ]
     changes = advance_incidents(first.still_open, day)
     assert [p.slice for p in changes.pages] == ["tenant=t7"]
-    assert {i.slice for i in changes.under_parent} == {"tenant=t3", "env=prod,tenant=t3"}
+    assert {i.slice for i in changes.under_parent} == {
+        "tenant=t3",
+        "tenant=t5",
+        "env=prod,tenant=t3",
+    }
     assert changes.state_of("recall_floor", "tenant=t3")[0] == "under_parent"
     assert all(not i.paged for i in changes.under_parent)
     # carried quietly; closing it closes an incident nobody was paged about
