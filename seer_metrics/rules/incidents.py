@@ -381,10 +381,11 @@ def beyond_the_step(verdict: Verdict, moved: float | None) -> bool:
     two readings is taken off it: its bound clears the step, as a level's clears its line.
     A chronic level is tested every day for weeks; with the step and the noise each alone,
     a tenant of 30-60 events whose share wanders a tenth re-paged by chance (5 of the 14
-    clean pages of a 20-tenant mix at 900 events a day)."""
+    clean pages of a 20-tenant mix at 900 events a day). A step of 0: beyond noise."""
     if moved is None or verdict.escalation_step is None:
         return False
-    return moved - (verdict.noise or 0.0) >= verdict.escalation_step - TOLERANCE
+    beyond_noise = moved - (verdict.noise or 0.0)
+    return beyond_noise > 0 and beyond_noise >= verdict.escalation_step - TOLERANCE
 
 
 def incident_runs(

@@ -35,7 +35,7 @@ from seer_metrics.rules import (
 )
 from seer_metrics.rules.evaluation import recovery_rule
 from seer_metrics.rules.incident_day import IncidentChanges
-from seer_metrics.rules.incidents import Verdict, follow, incident_runs
+from seer_metrics.rules.incidents import Verdict, follow, incident_runs, much_worse
 from seer_metrics.rules.model import as_date
 from seer_metrics.rules.recovery import pooled_recovery
 from seer_metrics.rules.wording import outcome_summary, rest_phrase
@@ -645,6 +645,27 @@ def test_incident_transitions_keep_dates_messages_and_round_trip() -> None:
     closed = advance_incidents(again.still_open, [level("2026-11-22", "pass")], 1)
     assert closed.closed[0].closed_on == date(2026, 11, 22)
     assert closed.still_open == ()
+
+
+def test_much_worse_takes_the_noise_of_two_readings_off_the_move() -> None:
+    """An open incident re-pages when its move the bad way, less the noise, is at least
+    the step: 0.24 worse on a noise of 0.18 is not 0.20 worse; 0.40 worse is. A step of
+    0 means beyond noise, never an equal reading."""
+    opened = advance_incidents([], [replace(level("2026-11-20", "fail"), observed=0.60)])
+    (incident,) = opened.opened
+
+    def reading(observed: float, noise: float, step: float = 0.20) -> Verdict:
+        outcome = replace(
+            level("2026-11-21", "fail"), observed=observed, noise=noise, escalation_step=step
+        )
+        return Verdict.of(outcome)  # type: ignore[return-value]
+
+    assert not much_worse(reading(0.36, 0.18), incident)
+    assert much_worse(reading(0.20, 0.18), incident)
+    assert much_worse(reading(0.39, 0.0), incident)
+    assert not much_worse(reading(0.60, 0.0, step=0.0), incident)
+    assert not much_worse(reading(0.55, 0.05, step=0.0), incident)
+    assert much_worse(reading(0.50, 0.05, step=0.0), incident)
 
 
 def test_a_level_its_parent_already_breaches_opens_without_a_page() -> None:
