@@ -143,7 +143,8 @@ class Rule:
     @property
     def escalation_step(self) -> float:
         """How much further the statistic must move the bad way, beyond where an open
-        incident opened, to page again: `worsen_by`, else a change rule's own threshold,
+        incident opened and beyond the noise of the two readings, to page again
+        (`incidents.beyond_the_step`): `worsen_by`, else a change rule's own threshold,
         else a fifth (of a share or a mean metric) for a service level: a chronic level's
         opening reading is one ordinary day, and a real retriever's small slices wander a
         tenth around it (a tenth paged 4 times in 56 clean days of the realistic stream)."""
