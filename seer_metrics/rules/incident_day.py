@@ -168,8 +168,7 @@ def _shares_parent_breach(
             continue
         noise = math.hypot(child.noise or 0.0, theirs.noise or 0.0) / math.sqrt(2)
         # without a step (a verdict stored before steps were), worse beyond noise pages
-        step = child.escalation_step or 0.0
-        if not beyond_the_step(replace(child, noise=noise, escalation_step=step), gap):
+        if not beyond_the_step(gap, noise, child.escalation_step or 0.0):
             return True
     return False
 

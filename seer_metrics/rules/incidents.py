@@ -373,19 +373,22 @@ def much_worse(verdict: Verdict, incident: Incident) -> bool:
     """The failing verdict is materially worse than where the incident opened: a further
     move the bad way of at least the rule's escalation step beyond the day's noise
     (`beyond_the_step`)."""
-    return beyond_the_step(verdict, worsened_by(verdict, incident.opened_observed))
-
-
-def beyond_the_step(verdict: Verdict, moved: float | None) -> bool:
-    """A move the bad way that is at least the rule's escalation step once the noise of
-    two readings is taken off it: its bound clears the step, as a level's clears its line.
-    A chronic level is tested every day for weeks; with the step and the noise each alone,
-    a tenant of 30-60 events whose share wanders a tenth re-paged by chance (5 of the 14
-    clean pages of a 20-tenant mix at 900 events a day). A step of 0: beyond noise."""
-    if moved is None or verdict.escalation_step is None:
+    if verdict.escalation_step is None:
         return False
-    beyond_noise = moved - (verdict.noise or 0.0)
-    return beyond_noise > 0 and beyond_noise >= verdict.escalation_step - TOLERANCE
+    moved = worsened_by(verdict, incident.opened_observed)
+    return beyond_the_step(moved, verdict.noise or 0.0, verdict.escalation_step)
+
+
+def beyond_the_step(moved: float | None, noise: float, step: float) -> bool:
+    """A move the bad way that is at least `step` once the noise of two readings is taken
+    off it: its bound clears the step, as a level's clears its line. A chronic level is
+    tested every day for weeks; with the step and the noise each alone, a tenant of 30-60
+    events whose share wanders a tenth re-paged by chance (5 of the 14 clean pages of a
+    20-tenant mix at 900 events a day). A step of 0: beyond noise."""
+    if moved is None:
+        return False
+    beyond_noise = moved - noise
+    return beyond_noise > 0 and beyond_noise >= step - TOLERANCE
 
 
 def incident_runs(
