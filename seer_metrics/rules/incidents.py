@@ -370,9 +370,8 @@ def still_low(
 
 
 def much_worse(verdict: Verdict, incident: Incident) -> bool:
-    """The failing verdict is materially worse than where the incident opened: a further
-    move the bad way of at least the rule's escalation step beyond the day's noise
-    (`beyond_the_step`)."""
+    """The failing verdict is materially worse than where the incident opened: moved the
+    bad way by the rule's escalation step beyond the day's noise (`beyond_the_step`)."""
     if verdict.escalation_step is None:
         return False
     moved = worsened_by(verdict, incident.opened_observed)
@@ -380,11 +379,9 @@ def much_worse(verdict: Verdict, incident: Incident) -> bool:
 
 
 def beyond_the_step(moved: float | None, noise: float, step: float) -> bool:
-    """A move the bad way that is at least `step` once the noise of two readings is taken
-    off it: its bound clears the step, as a level's clears its line. A chronic level is
-    tested every day for weeks; with the step and the noise each alone, a tenant of 30-60
-    events whose share wanders a tenth re-paged by chance (5 of the 14 clean pages of a
-    20-tenant mix at 900 events a day). A step of 0: beyond noise."""
+    """A move the bad way of at least `step` once the noise of two readings is taken off
+    it (its bound clears the step, as a level's its line; 0: beyond noise). A chronic
+    level tested daily for weeks re-paged by chance with the two tested apart."""
     if moved is None:
         return False
     beyond_noise = moved - noise
