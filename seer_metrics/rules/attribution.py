@@ -28,7 +28,8 @@ child) is exact from the slice table (`rest_figures`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -214,11 +215,18 @@ def alert_order(
     items.extend(AlertItem(o) for o in outcomes if o.failed and o.kind != "drop")
     parts, inside = nested_leads(items, outcomes, rows)
     carried, seen_through = changes_seen_through(items, outcomes, rows)
+    by_key = {item.key: item for item in items}
+
+    def told(item: AlertItem) -> list[AlertItem]:
+        """The wider changes it explains, or carries (`changes_seen_through`)."""
+        keys = [carried.get(item.key)]
+        if item.explanation is not None:
+            keys.append((item.outcome.rule, item.explanation.parent))
+        return [by_key[key] for key in keys if key in by_key]
 
     def width(item: AlertItem) -> int | None:
         """The keys of the widest slice whose change it explains, or carries (None: none)."""
-        found = [w for w in (item.explained_width, carried.get(item.key)) if w is not None]
-        return min(found, default=None)
+        return min((key_count(wider.outcome.slice) for wider in told(item)), default=None)
 
     # a lead is read against a crossing one as explaining as wide a change as its
     # slice's widest explained change, on any statistic
@@ -239,11 +247,19 @@ def alert_order(
             impact = standard_impact(item, rows)
             weight[item.outcome.slice] = max(impact, weight.get(item.outcome.slice, impact))
 
+    story = _stories(
+        [item for item in items if item.leads],
+        lambda item: max(standard_impact(i, rows) for i in (item, *told(item))),
+    )
+
     def order(item: AlertItem) -> tuple[Any, ...]:
         o = item.outcome
         return (
             not item.leads,
             item.explained_by is not None,
+            # leads whose slices share no events tell separate stories: the one that moved
+            # the whole traffic most first (each as large as the widest change it explains)
+            story.get(o.slice, (0.0, 0)),
             # a lead that is only a part of a wider lead's spread change after it
             item.key in parts,
             # a lead that explains a wider slice's change (the end of its story) before
@@ -268,6 +284,32 @@ def alert_order(
         )
 
     return sorted(items, key=order)
+
+
+def _stories(
+    leads: Sequence[AlertItem], size: Callable[[AlertItem], float]
+) -> dict[str, tuple[float, int]]:
+    """For each lead's slice, its story's place: (minus the story's size, its number).
+
+    A story is the leads whose slices share events, one to the next; its size is the
+    largest `size` of its leads. A chance bloat of env=staging x acme (34 events) that
+    explained env=staging's rise had headed the first page of a drift of prod x v2 (138
+    events, recall 0.09 down) that explained nothing wider yet (lexical judge, seed 239)."""
+    labels = list(dict.fromkeys(item.outcome.slice for item in leads))
+    identities = {label: SliceIdentity.decode(label) for label in labels}
+    story_of = {label: index for index, label in enumerate(labels)}
+    for first in labels:  # join overlapping slices' stories
+        for second in labels:
+            if story_of[first] != story_of[second] and identities[first].may_overlap(
+                identities[second]
+            ):
+                old, new = story_of[second], story_of[first]
+                story_of = {label: new if s == old else s for label, s in story_of.items()}
+    sizes: dict[int, float] = {}
+    for item in leads:
+        number = story_of[item.outcome.slice]
+        sizes[number] = max(size(item), sizes.get(number, -math.inf))
+    return {label: (-sizes[number], number) for label, number in story_of.items()}
 
 
 def standard_impact(item: AlertItem, rows: Mapping[str, Mapping[str, Any]]) -> float:

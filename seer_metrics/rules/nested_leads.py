@@ -72,20 +72,21 @@ def changes_seen_through(
     items: Sequence[AlertItem],
     outcomes: Sequence[CheckOutcome],
     rows: Mapping[str, Mapping[str, Any]],
-) -> tuple[dict[tuple[str, str], int], set[tuple[str, str]]]:
+) -> tuple[dict[tuple[str, str], tuple[str, str]], set[tuple[str, str]]]:
     """A lead that explains a parent's change where it is the parent's part of a wider
     lead on the same statistic (`env=prod × tenant=acme` explaining env=prod's drop, beside
     tenant=acme) whose rule reads the rest of that wider lead as fallen too (`spread`):
     the change is the wider lead's, seen in the parent through their intersection. The
-    wider lead carries the parent's change (its keys, by (rule, slice)); the narrower one
-    tells the story after it. Lexical judge, three quarters of acme losing its top hit
-    (seed 118): the drift of prod x acme explained env=prod's drop and led, while the rest
-    of acme (its staging events) fell as much, beyond its noise."""
+    wider lead carries the parent's change (the (rule, slice) of the widest such change, by
+    the wider lead's (rule, slice)); the narrower one tells the story after it. Lexical
+    judge, three quarters of acme losing its top hit (seed 118): the drift of prod x acme
+    explained env=prod's drop and led, while the rest of acme (its staging events) fell as
+    much, beyond its noise."""
     leads = [item for item in items if item.leads]
     by_rule = {(o.rule, o.slice): o for o in outcomes}
     # a lead another lead explains is the middle of a story, not where the change is
     explained = {(i.outcome.statistic, parent) for i in leads for parent in i.explained_parents}
-    carried: dict[tuple[str, str], int] = {}
+    carried: dict[tuple[str, str], tuple[str, str]] = {}
     seen_through: set[tuple[str, str]] = set()
     for narrow in leads:
         if narrow.explanation is None:
@@ -104,7 +105,9 @@ def changes_seen_through(
             _, found = _read_by(wide.outcome, narrow.outcome.slice, by_rule, rows)
             if found is None or not found.spread:
                 continue
-            width = parent.arity
-            carried[wide.key] = min(width, carried.get(wide.key, width))
+            change = (narrow.outcome.rule, narrow.explanation.parent)
+            known = carried.get(wide.key)
+            if known is None or parent.arity < SliceIdentity.decode(known[1]).arity:
+                carried[wide.key] = change
             seen_through.add(narrow.key)
     return carried, seen_through
