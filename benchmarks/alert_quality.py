@@ -41,8 +41,8 @@ opened that day.
     same events without it read better by a quarter of the rule's step) and those a later
     page of the slice names as failing again; after a fix, the day its slice's incidents,
     and all it opened, had closed; under each place, every missed lead (the day, the
-    slice that led, narrower, wider or crossing the trouble's, and its headline); a drift
-    whose recall never fell 0.15 is read on its last day ("never").
+    slice that led, narrower, wider, crossing or apart from the trouble's, and its
+    headline); a drift whose recall never fell 0.15 is read on its last day ("never").
 (d) Clean mix: 20 tenants, weekday/weekend volumes and a new tenant from mid-stream on;
     the target of (a).
 

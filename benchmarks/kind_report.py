@@ -110,7 +110,8 @@ def report_kinds(results: Sequence[ScenarioResult]) -> bool:
     relations = Counter(r.missed_lead.relation for r in results if r.missed_lead is not None)
     if relations:
         # a narrower lead read a part as all of the change; a wider one read the rest of it
-        # as changed too; a crossing one, another cut of the same events
+        # as changed too; a crossing one, another cut of the same events; one apart,
+        # sharing no events with it, another story
         counts = ", ".join(f"{relation} {n}" for relation, n in sorted(relations.items()))
         print(f"      missed leads, by the lead against the trouble's slice: {counts}")
     return passed

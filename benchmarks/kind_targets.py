@@ -87,14 +87,15 @@ class MissedLead:
     day: date
     lead: str  # the slice it led with ("none": nothing paged that day)
     headline: str
-    relation: str  # of the lead to the trouble's slice: narrower, wider, crossing, none
+    relation: str  # of the lead to the trouble's slice: narrower, wider, crossing, apart, none
 
 
 def missed_lead(day: ReplayedDay, label: str) -> MissedLead | None:
     """What led the day's message when its trouble's slice `label` did not (None: it did):
     whether the lead is narrower than the trouble's slice, wider or crossing it says
     which reading of the day took it there (a part read as all of the change, a rest read
-    as changed too, or another cut of the same events)."""
+    as changed too, or another cut of the same events); `apart`, sharing no events with
+    it, another story headed the message."""
     item = message_lead(day)
     if item is not None and item.outcome.slice == label:
         return None
@@ -102,7 +103,9 @@ def missed_lead(day: ReplayedDay, label: str) -> MissedLead | None:
         return MissedLead(day.day, "none", "nothing paged", "none")
     lead = item.outcome.slice
     relation = "crossing"
-    if is_narrower(lead, label):
+    if not SliceIdentity.decode(lead).may_overlap(SliceIdentity.decode(label)):
+        relation = "apart"
+    elif is_narrower(lead, label):
         relation = "narrower"
     elif is_narrower(label, lead):
         relation = "wider"

@@ -196,9 +196,10 @@ def alert_order(
     """The failing outcomes of a day, the slice that explains the most first.
 
     For each drop rule, each failing drop is either explained by a narrower failing slice
-    (followed down to the narrowest one: `explained_by`) or leads. Order: the leads, those
-    explaining (or carrying, `nested_leads`) a wider slice's change first, the widest
-    first; one whose drop a crossing lead on its statistic tells (`lead_order`), or that
+    (followed down to the narrowest one: `explained_by`) or leads. Order: the leads, the
+    story (leads whose slices share events) that moved the traffic most first (`_stories`);
+    within it those explaining (or carrying, `nested_leads`) a wider slice's change first,
+    the widest first; one whose drop a crossing lead on its statistic tells (`lead_order`), or that
     shows a wider lead's spread change through a parent, after it; the slice of the
     largest `standard_impact` first, then ERROR before WARN, then the largest impact (with
     ERROR first, a chance f1 drop of retrieval-v2 x umbrella, 37-48 events, headed the
