@@ -298,14 +298,17 @@ def _stories(
     events, recall 0.09 down) that explained nothing wider yet (lexical judge, seed 239)."""
     labels = list(dict.fromkeys(item.outcome.slice for item in leads))
     identities = {label: SliceIdentity.decode(label) for label in labels}
-    story_of = {label: index for index, label in enumerate(labels)}
-    for first in labels:  # join overlapping slices' stories
-        for second in labels:
-            if story_of[first] != story_of[second] and identities[first].may_overlap(
-                identities[second]
-            ):
-                old, new = story_of[second], story_of[first]
-                story_of = {label: new if s == old else s for label, s in story_of.items()}
+    story_of: dict[str, int] = {}
+    for number, start in enumerate(labels):
+        if start in story_of:
+            continue
+        story_of[start], waiting = number, [start]
+        while waiting:  # every slice that shares events with one already in the story
+            here = identities[waiting.pop()]
+            for label in labels:
+                if label not in story_of and here.may_overlap(identities[label]):
+                    story_of[label] = number
+                    waiting.append(label)
     sizes: dict[int, float] = {}
     for item in leads:
         number = story_of[item.outcome.slice]

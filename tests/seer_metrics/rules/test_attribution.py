@@ -629,11 +629,21 @@ def test_a_small_slices_error_does_not_head_a_wider_troubles_warning() -> None:
 
 
 @pytest.mark.parametrize(
-    ("drift_events", "first"),
-    [(138, PAIR), (60, "env=staging,tenant=acme")],
-    ids=["the drift moved the traffic more", "the bloat's story is the larger"],
+    ("drift_events", "bridge", "first"),
+    [
+        (138, False, PAIR),
+        (60, False, "env=staging,tenant=acme"),
+        (138, True, "env=staging,tenant=acme"),
+    ],
+    ids=[
+        "the drift moved the traffic more",
+        "the bloat's story is the larger",
+        "a lead sharing events with both: one story, the wider change first",
+    ],
 )
-def test_separate_stories_are_ordered_by_what_they_moved(drift_events: int, first: str) -> None:
+def test_separate_stories_are_ordered_by_what_they_moved(
+    drift_events: int, bridge: bool, first: str
+) -> None:
     """Lexical judge, a drift over prod x v2, its first page (seed 239): a chance bloat of
     env=staging x acme (34 events, +0.34) explained env=staging's rise and headed the
     message, before the drift (138 events, recall 0.09 down) that explained nothing wider
@@ -650,6 +660,9 @@ def test_separate_stories_are_ordered_by_what_they_moved(drift_events: int, firs
         drop("env=staging", 74, 0.199, noise=0.09, status="fail", **bloat),
         drop(staging_acme, 34, 0.341, noise=0.12, status="fail", **bloat),  # explains staging's
     ]
+    if bridge:  # retrieval-v2 x acme shares events with both slices
+        f1 = dict(rule="f1_drop", statistic="mean_f1")
+        outcomes.append(drop("feature_flag=retrieval-v2,tenant=acme", 40, 0.2, **f1))
     all_row = {"slice": "all", "mean_recall": 0.74, "std_recall": 0.30, "count_recall": 312}
     all_row |= {"share_precision_below_bloat": 0.43, "count_precision": 312}
     items = alert_order(outcomes, pd.DataFrame([all_row]))
