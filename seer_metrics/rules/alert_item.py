@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from seer_metrics.rules import wording
 from seer_metrics.rules.explanation import Explanation
 from seer_metrics.rules.model import CheckOutcome
-from seer_metrics.slices.identity import SliceIdentity
 
 
 @dataclass(frozen=True)
@@ -41,15 +40,6 @@ class AlertItem:
     @property
     def key(self) -> tuple[str, str]:
         return (self.outcome.rule, self.outcome.slice)
-
-    @property
-    def explained_width(self) -> int | None:
-        """The keys of the parent whose drop it explains (0 for `all`); None for none."""
-        return (
-            None
-            if self.explanation is None
-            else SliceIdentity.decode(self.explanation.parent).arity
-        )
 
     def paged(self) -> PagedCheck:
         """It as a check that pages (`headline_check`)."""

@@ -199,12 +199,12 @@ def alert_order(
     (followed down to the narrowest one: `explained_by`) or leads. Order: the leads, the
     story (leads whose slices share events) that moved the traffic most first (`_stories`);
     within it those explaining (or carrying, `nested_leads`) a wider slice's change first,
-    the widest first; one whose drop a crossing lead on its statistic tells (`lead_order`), or that
-    shows a wider lead's spread change through a parent, after it; the slice of the
-    largest `standard_impact` first, then ERROR before WARN, then the largest impact (with
-    ERROR first, a chance f1 drop of retrieval-v2 x umbrella, 37-48 events, headed the
-    bloat of prod x v2 twice: lexical judge, 900 events a day). Then the other
-    failures (changes before levels, ERROR before WARN, narrower, high-priority, larger
+    the widest first; one whose drop a crossing lead on its statistic tells
+    (`lead_order`), or that shows a wider lead's spread change through a parent, after
+    it; the slice of the largest `standard_impact` first, then ERROR before WARN, then the
+    largest impact (with ERROR first, a chance f1 drop of retrieval-v2 x umbrella, 37-48
+    events, headed the bloat of prod x v2 twice: lexical judge, 900 events a day). Then
+    the other failures (changes before levels, ERROR before WARN, narrower, high-priority, larger
     drops first), then the explained slices. `slice_rows` are the day's slice table rows
     (today's counts and means)."""
     rows = _rows_by_slice(slice_rows)
