@@ -370,8 +370,19 @@ def test_a_part_of_a_wider_leads_spread_drop_comes_after_it() -> None:
         (0.09, None, 0.06, False),  # no week's figures: today decides
         # a release's first day: an eighth of today's drop over 8 days, today decides
         (0.0, 0.01, 0.015, True),
+        # the rest fell under half as much over the week, within their noise: today decides
+        (0.0, 0.02, 0.041, True),
+        (0.09, 0.02, 0.041, False),
     ],
-    ids=["chance today", "drifted too", "drifted, flat today", "no recent figures", "step"],
+    ids=[
+        "chance today",
+        "drifted too",
+        "drifted, flat today",
+        "no recent figures",
+        "step",
+        "a small week within noise, clear today",
+        "a small week within noise, spread today",
+    ],
 )
 def test_a_drift_is_concentrated_by_the_rest_over_its_recent_days(
     rest_today, rest_recent, child_recent, explains
