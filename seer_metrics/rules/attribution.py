@@ -242,15 +242,16 @@ def alert_order(
     yielding |= inside | seen_through
     # a slice's leads weigh as its strongest one: across statistics in units of their
     # spread, while one slice's leads keep their order by impact (recall before f1)
+    standard = {item.key: standard_impact(item, rows) for item in items}
     weight: dict[str, float] = {}
     for item in items:
         if item.leads:
-            impact = standard_impact(item, rows)
+            impact = standard[item.key]
             weight[item.outcome.slice] = max(impact, weight.get(item.outcome.slice, impact))
 
     story = _stories(
         [item for item in items if item.leads],
-        lambda item: max(standard_impact(i, rows) for i in (item, *told(item))),
+        lambda item: max(standard[i.key] for i in (item, *told(item))),
     )
 
     def order(item: AlertItem) -> tuple[Any, ...]:
