@@ -1,29 +1,33 @@
 """Which of two crossing leads on one statistic tells the story first.
 
-Each change rule chooses its own leads (`attribution`). One rule, or a statistic
-watched by two (recall: `recall_drop` against the trailing week, `recall_drift` against
-the four weeks before the last one), can end with two leads on slices that share
-events, neither inside the other. Among leads that explain as wide a change (the order
+Each change rule chooses its own leads (`attribution`). One rule, or a statistic watched
+by two (recall: `recall_drop` against the trailing week, `recall_drift` against the four
+weeks before the last one), can end with two leads on slices that share events, neither
+inside the other. Among leads that explain as wide a change (the order
 `attribution.alert_order` reads first), where the day has their intersection (two
-one-key slices cross in a pair), the lead that fell less outside the other tells the
-story second: its drop lives in the other's events. A drift over all of tenant=acme
-(ideal judge, seed 102) had retrieval-v2 lead, 64% of its drop in its acme part with
-42% of its events, beside acme's own drift. Read before what each explains, a small
-rest's chance fall (~25 staging events of acme, lexical judge) had put acme before
-env=prod, whose drift explained all's. Without their intersection's figures (a pair
-under the minimum sample, or a pair crossing a one-key slice), of two leads that each
-explain a wider change, the one whose change is the more concentrated in the slice the
-two share comes first, by `LIFT_RATIO`: its lift there (its share of that slice's change
-over its share of the events: its drop over that slice's). Leads that explain nothing
-wider are not read so: a small slice's drop swings by chance, and a pair inside a spread
-trouble would outrank the slice it is spread over. With a tenant of 20 on a wrong index
-(ideal judge, seed 109) the drop rule had t2 explaining all's drop and the drift rule
-env=prod (its other events read a little low against four weeks); env=prod led, falling
-about 1.2 times as much as all where t2 fell 8 times as much. Else the lead that moved
-the whole traffic's mean the more (its `impact`) comes first. On a drift's first page
-(ideal judge, seed 108) a drop of `retrieval-v2 × tenant=initech` (impact 0.03, mostly
-prod × v2's own events) came, as an ERROR explaining initech's drop, before the drift of
-prod × v2 (impact 0.07).
+one-key slices cross in a pair), the lead that fell less outside the other, beyond the
+noise of the two readings, tells the story second: its drop lives in the other's events.
+Within that noise the outside readings decide nothing: half of env=prod losing its top
+hit (lexical judge, seed 248), initech's ~27 staging events fell 0.17 by chance beside
+env=prod's other tenants' 0.07, env=prod yielded to initech, and with each recall lead
+yielding to another, a chance bloat of prod x initech headed the page. A drift over all
+of tenant=acme (ideal judge, seed 102) had retrieval-v2 lead, 64% of its drop in its
+acme part with 42% of its events, beside acme's own drift. Read before what each
+explains, a small rest's chance fall (~25 staging events of acme, lexical judge) had put
+acme before env=prod, whose drift explained all's. Without their intersection's figures
+(a pair under the minimum sample, or a pair crossing a one-key slice), of two leads that
+each explain a wider change, the one whose change is the more concentrated in the slice
+the two share comes first, by `LIFT_RATIO`: its lift there (its share of that slice's
+change over its share of the events: its drop over that slice's). Leads that explain
+nothing wider are not read so: a small slice's drop swings by chance, and a pair inside
+a spread trouble would outrank the slice it is spread over. With a tenant of 20 on a
+wrong index (ideal judge, seed 109) the drop rule had t2 explaining all's drop and the
+drift rule env=prod (its other events read a little low against four weeks); env=prod
+led, falling about 1.2 times as much as all where t2 fell 8 times as much. Else the lead
+that moved the whole traffic's mean the more (its `impact`) comes first. On a drift's
+first page (ideal judge, seed 108) a drop of `retrieval-v2 × tenant=initech` (impact
+0.03, mostly prod × v2's own events) came, as an ERROR explaining initech's drop, before
+the drift of prod × v2 (impact 0.07).
 
 Of two nested leads, the narrower one that explains nothing wider comes after the
 wider one when the wider one's rule reads it as not explaining its change
@@ -44,16 +48,29 @@ from typing import Any
 
 from seer_metrics.rules.model import CheckOutcome
 from seer_metrics.rules.readings import TOLERANCE
-from seer_metrics.rules.rest_figures import rest_of_parent
+from seer_metrics.rules.rest_figures import rest_of_parent, today_figures
 from seer_metrics.slices.identity import SliceIdentity
 
-# A figure of one lead read against a crossing one (how much it fell outside the other's
-# slice, or its lift in the slice the two share): None without figures.
+# A figure of one lead read against a crossing one (its lift in the slice the two share):
+# None without figures.
 PairReading = Callable[[CheckOutcome, CheckOutcome], "float | None"]
 # Without their intersection's figures, of two crossing leads explaining as wide a change,
 # one tells the story first when its lift in the slice the two share (`lift_reader`) is
 # at least this many times the other's.
 LIFT_RATIO = 2.0
+
+
+@dataclass(frozen=True)
+class Outside:
+    """How much a lead fell outside a crossing lead's slice (its rule's bad way), and the
+    noise of that reading at the rule's confidence (0 without figures)."""
+
+    delta: float
+    noise: float = 0.0
+
+
+# How much one lead fell outside a crossing one's slice: None without their intersection.
+OutsideReading = Callable[[CheckOutcome, CheckOutcome], "Outside | None"]
 
 
 @dataclass(frozen=True)
@@ -78,7 +95,7 @@ class Lead:
 def _yields_to(
     lead: Lead,
     other: Lead,
-    outside: PairReading | None = None,
+    outside: OutsideReading | None = None,
     lifts: PairReading | None = None,
 ) -> bool:
     """Whether `other` (a crossing lead on the same statistic) tells the story first."""
@@ -96,12 +113,10 @@ def _yields_to(
         return False
     if outside is not None:
         mine_outside, theirs_outside = outside(mine, theirs), outside(theirs, mine)
-        if (
-            mine_outside is not None
-            and theirs_outside is not None
-            and abs(mine_outside - theirs_outside) > TOLERANCE
-        ):
-            return mine_outside < theirs_outside
+        if mine_outside is not None and theirs_outside is not None:
+            gap = mine_outside.delta - theirs_outside.delta
+            if abs(gap) > max(TOLERANCE, math.hypot(mine_outside.noise, theirs_outside.noise)):
+                return gap < 0
     if lifts is not None and lead.width is not None and lead.width == other.width:
         mine_lift, theirs_lift = lifts(mine, theirs), lifts(theirs, mine)
         if mine_lift is not None and theirs_lift is not None:
@@ -122,16 +137,26 @@ def _by_rule_and_pairs(
 
 def outside_reader(
     outcomes: Sequence[CheckOutcome], rows: Mapping[str, Mapping[str, Any]]
-) -> PairReading:
+) -> OutsideReading:
     """How much a lead fell outside another's slice, on its own rule: the rest of it
     outside their intersection (`rest_of_parent`, from the day's slice `rows`), where
-    the day has one."""
+    the day has one; its noise is the lead's own over the rest's events (the lead's
+    per-event spread, day-to-day wobble included, at the rule's confidence)."""
     by_pairs = _by_rule_and_pairs(outcomes)
 
-    def outside(lead: CheckOutcome, other: CheckOutcome) -> float | None:
+    def outside(lead: CheckOutcome, other: CheckOutcome) -> Outside | None:
         meet = SliceIdentity.decode(lead.slice).pairs + SliceIdentity.decode(other.slice).pairs
         part = by_pairs.get((lead.rule, frozenset(meet)))
-        return None if part is None else rest_of_parent(part, lead, rows).delta
+        if part is None:
+            return None
+        rest = rest_of_parent(part, lead, rows)
+        if rest.delta is None:
+            return None
+        events, _ = today_figures(lead, rows)
+        noise = 0.0
+        if lead.noise and lead.noise > 0 and events > 0 and rest.events > 0:
+            noise = lead.noise * math.sqrt(events / rest.events)
+        return Outside(rest.delta, noise)
 
     return outside
 
@@ -155,7 +180,9 @@ def lift_reader(outcomes: Sequence[CheckOutcome]) -> PairReading:
 
 
 def yielding_leads(
-    leads: Sequence[Lead], outside: PairReading | None = None, lifts: PairReading | None = None
+    leads: Sequence[Lead],
+    outside: OutsideReading | None = None,
+    lifts: PairReading | None = None,
 ) -> set[tuple[str, str]]:
     """The (rule, slice) of the leads a crossing lead on the same statistic (of any
     rule) tells the story before (see the module's docstring); `outside` reads how much

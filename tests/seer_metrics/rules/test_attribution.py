@@ -578,6 +578,31 @@ def test_a_lead_never_yields_to_a_crossing_lead_explaining_a_narrower_change() -
     assert (first.rule, first.slice) == ("recall_drop", "env=prod")
 
 
+@pytest.mark.parametrize(
+    ("scale", "first"),
+    [(1.0, "env=prod"), (0.2, "tenant=initech")],
+    ids=["outside readings within noise: the larger impact", "a clear gap: the crossing read"],
+)
+def test_a_crossing_lead_yields_only_to_a_fall_outside_beyond_noise(
+    scale: float, first: str
+) -> None:
+    """Lexical judge, half of env=prod losing its top hit (seed 248): initech's ~27
+    staging events fell 0.17 by chance, env=prod's other tenants 0.07, so env=prod
+    yielded to initech; initech yielded to prod x v2, retrieval-v2 to env=prod, and with
+    every recall lead yielding, a bloat of prod x initech (51 events) headed the page.
+    A fall outside the other lead decides only beyond the noise of the two readings
+    (each the lead's noise over the rest's events); else the larger impact comes first."""
+    outcomes = [
+        drift("env=prod", 183, 0.092, noise=0.04 * scale, status="fail"),
+        drift("tenant=initech", 78, 0.147, noise=0.069 * scale, status="fail"),
+        drift("env=prod,tenant=initech", 51, 0.137, noise=0.074 * scale),
+    ]
+    assert lead_slices(alert_order(outcomes))[:2] == [
+        first,
+        ({"env=prod", "tenant=initech"} - {first}).pop(),
+    ]
+
+
 def test_a_lead_explaining_a_wider_change_stays_before_a_crossing_one() -> None:
     """Lexical judge, half of env=prod losing its top hit (seed 103): acme's ~25 staging
     events fell 0.27 by chance, so acme fell more outside env=prod than env=prod outside
