@@ -5,29 +5,30 @@ by two (recall: `recall_drop` against the trailing week, `recall_drift` against 
 weeks before the last one), can end with two leads on slices that share events, neither
 inside the other. Among leads that explain as wide a change (the order
 `attribution.alert_order` reads first), where the day has their intersection (two
-one-key slices cross in a pair), the lead that fell less outside the other, beyond the
-noise of the two readings, tells the story second: its drop lives in the other's events.
-Within that noise the outside readings decide nothing: half of env=prod losing its top
-hit (lexical judge, seed 248), initech's ~27 staging events fell 0.17 by chance beside
-env=prod's other tenants' 0.07, env=prod yielded to initech, and with each recall lead
-yielding to another, a chance bloat of prod x initech headed the page. A drift over all
-of tenant=acme (ideal judge, seed 102) had retrieval-v2 lead, 64% of its drop in its
-acme part with 42% of its events, beside acme's own drift. Read before what each
-explains, a small rest's chance fall (~25 staging events of acme, lexical judge) had put
-acme before env=prod, whose drift explained all's. Without their intersection's figures
-(a pair under the minimum sample, or a pair crossing a one-key slice), of two leads that
-each explain a wider change, the one whose change is the more concentrated in the slice
-the two share comes first, by `LIFT_RATIO`: its lift there (its share of that slice's
-change over its share of the events: its drop over that slice's). Leads that explain
-nothing wider are not read so: a small slice's drop swings by chance, and a pair inside
-a spread trouble would outrank the slice it is spread over. With a tenant of 20 on a
-wrong index (ideal judge, seed 109) the drop rule had t2 explaining all's drop and the
-drift rule env=prod (its other events read a little low against four weeks); env=prod
-led, falling about 1.2 times as much as all where t2 fell 8 times as much. Else the lead
-that moved the whole traffic's mean the more (its `impact`) comes first. On a drift's
-first page (ideal judge, seed 108) a drop of `retrieval-v2 × tenant=initech` (impact
-0.03, mostly prod × v2's own events) came, as an ERROR explaining initech's drop, before
-the drift of prod × v2 (impact 0.07).
+one-key slices cross in a pair), the lead that fell less outside the other, in units of
+its noise (the one whose fall there is the nearer to none), tells the story second: its
+drop lives in the other's events. Read in the statistic's units, a small rest's chance
+fall outranked a large one's: half of env=prod losing its top hit (lexical judge, seed
+248), initech's ~27 staging events fell 0.17 by chance (1.4 times their noise) beside
+env=prod's other tenants' 0.075 (1.6 times theirs), env=prod yielded to initech, and
+with each recall lead yielding to another, a chance bloat of prod x initech headed the
+page. A drift over all of tenant=acme (ideal judge, seed 102) had retrieval-v2 lead, 64%
+of its drop in its acme part with 42% of its events, beside acme's own drift. Read
+before what each explains, a small rest's chance fall (~25 staging events of acme,
+lexical judge) had put acme before env=prod, whose drift explained all's. Without their
+intersection's figures (a pair under the minimum sample, or a pair crossing a one-key
+slice), of two leads that each explain a wider change, the one whose change is the more
+concentrated in the slice the two share comes first, by `LIFT_RATIO`: its lift there
+(its share of that slice's change over its share of the events: its drop over that
+slice's). Leads that explain nothing wider are not read so: a small slice's drop swings
+by chance, and a pair inside a spread trouble would outrank the slice it is spread over.
+With a tenant of 20 on a wrong index (ideal judge, seed 109) the drop rule had t2
+explaining all's drop and the drift rule env=prod (its other events read a little low
+against four weeks); env=prod led, falling about 1.2 times as much as all where t2 fell
+8 times as much. Else the lead that moved the whole traffic's mean the more (its
+`impact`) comes first. On a drift's first page (ideal judge, seed 108) a drop of
+`retrieval-v2 × tenant=initech` (impact 0.03, mostly prod × v2's own events) came, as an
+ERROR explaining initech's drop, before the drift of prod × v2 (impact 0.07).
 
 Of two nested leads, the narrower one that explains nothing wider comes after the
 wider one when the wider one's rule reads it as not explaining its change
@@ -114,8 +115,8 @@ def _yields_to(
     if outside is not None:
         mine_outside, theirs_outside = outside(mine, theirs), outside(theirs, mine)
         if mine_outside is not None and theirs_outside is not None:
-            gap = mine_outside.delta - theirs_outside.delta
-            if abs(gap) > max(TOLERANCE, math.hypot(mine_outside.noise, theirs_outside.noise)):
+            gap = _fell_more(mine_outside, theirs_outside)
+            if abs(gap) > TOLERANCE:
                 return gap < 0
     if lifts is not None and lead.width is not None and lead.width == other.width:
         mine_lift, theirs_lift = lifts(mine, theirs), lifts(theirs, mine)
@@ -125,6 +126,15 @@ def _yields_to(
             if mine_lift > LIFT_RATIO * theirs_lift:
                 return False
     return (other.impact or 0.0) > (lead.impact or 0.0)
+
+
+def _fell_more(mine: Outside, theirs: Outside) -> float:
+    """How much more `mine` fell outside than `theirs`: in units of each one's noise where
+    both have one (the lead whose fall outside is the nearer to none, for its noise, is
+    the one whose drop lives in the other's events), else in the statistic's units."""
+    if mine.noise > 0 and theirs.noise > 0:
+        return mine.delta / mine.noise - theirs.delta / theirs.noise
+    return mine.delta - theirs.delta
 
 
 def _by_rule_and_pairs(
