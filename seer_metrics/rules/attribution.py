@@ -199,14 +199,17 @@ def alert_order(
     (followed down to the narrowest one: `explained_by`) or leads. Order: the leads, the
     story (leads whose slices share events) that moved the traffic most first (`_stories`);
     within it those explaining (or carrying, `nested_leads`) a wider slice's change first,
-    the widest first; one whose drop a crossing lead on its statistic tells
-    (`lead_order`), or that shows a wider lead's spread change through a parent, after
-    it; the slice of the largest `standard_impact` first, then ERROR before WARN, then the
+    the widest first, but not one whose told change moved the traffic less than a crossing
+    lead on its statistic that explains nothing wider (it is a part of that one's story:
+    retrieval-v2 x acme explained acme's drift, its part inside a drift of prod x v2, and
+    led it; lexical judge, seed 246); one whose drop a crossing lead on its statistic tells
+    (`lead_order`), or that shows a wider lead's spread change through a parent, after it;
+    the slice of the largest `standard_impact` first, then ERROR before WARN, then the
     largest impact (with ERROR first, a chance f1 drop of retrieval-v2 x umbrella, 37-48
-    events, headed the bloat of prod x v2 twice: lexical judge, 900 events a day). Then
-    the other failures (changes before levels, ERROR before WARN, narrower, high-priority, larger
-    drops first), then the explained slices. `slice_rows` are the day's slice table rows
-    (today's counts and means)."""
+    events, headed the bloat of prod x v2 twice: lexical judge, 900 events a day). Then the
+    other failures (changes before levels, ERROR before WARN, narrower, high-priority,
+    larger drops first), then the explained slices. `slice_rows` are the day's slice table
+    rows (today's counts and means)."""
     rows = _rows_by_slice(slice_rows)
     by_rule: dict[str, list[CheckOutcome]] = {}
     for outcome in outcomes:
@@ -249,6 +252,26 @@ def alert_order(
             impact = standard[item.key]
             weight[item.outcome.slice] = max(impact, weight.get(item.outcome.slice, impact))
 
+    # a lead explaining a wider change that moved the traffic less than a crossing lead
+    # on its statistic explaining nothing wider is a part of that one's story
+    def smaller_than_a_crossing(item: AlertItem) -> bool:
+        told_size = max(standard[i.key] for i in (item, *told(item)))
+        mine = SliceIdentity.decode(item.outcome.slice)
+        for other in items:
+            if not other.leads or width(other) is not None:
+                continue
+            if other.outcome.statistic != item.outcome.statistic:
+                continue
+            if standard[other.key] > told_size and mine.crosses(
+                SliceIdentity.decode(other.outcome.slice)
+            ):
+                return True
+        return False
+
+    shadowed = {
+        i.key for i in items if i.leads and width(i) is not None and smaller_than_a_crossing(i)
+    }
+
     story = _stories(
         [item for item in items if item.leads],
         lambda item: max(standard[i.key] for i in (item, *told(item))),
@@ -267,7 +290,7 @@ def alert_order(
             # a lead that explains a wider slice's change (the end of its story) before
             # one that explains nothing wider (a slice whose drop stays its own), and the
             # one that explains the widest change first (all's before env=prod's)
-            width(item) is None,
+            width(item) is None or item.key in shadowed,
             width(item) or 0,
             # then one whose drop a crossing lead on the statistic tells, or whose wider
             # lead's rule finds it not explaining that lead's change, after it

@@ -103,14 +103,7 @@ def _yields_to(
     mine, theirs = lead.outcome, other.outcome
     if mine.statistic != theirs.statistic or other.narrowness > lead.narrowness:
         return False
-    here, there = SliceIdentity.decode(mine.slice), SliceIdentity.decode(theirs.slice)
-    across = (
-        here.may_overlap(there)
-        and here != there
-        and not here.is_narrower_than(there)
-        and not there.is_narrower_than(here)
-    )
-    if not across:
+    if not SliceIdentity.decode(mine.slice).crosses(SliceIdentity.decode(theirs.slice)):
         return False
     if outside is not None:
         mine_outside, theirs_outside = outside(mine, theirs), outside(theirs, mine)

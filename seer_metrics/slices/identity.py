@@ -140,6 +140,16 @@ class SliceIdentity:
         mine = dict(self.pairs)
         return all(mine.get(key, value) == value for key, value in other.pairs)
 
+    def crosses(self, other: SliceIdentity) -> bool:
+        """Whether the two share events with neither inside the other (`env=prod` and
+        `tenant=acme`)."""
+        return (
+            self != other
+            and self.may_overlap(other)
+            and not self.is_narrower_than(other)
+            and not other.is_narrower_than(self)
+        )
+
     def is_narrower_than(self, parent: SliceIdentity) -> bool:
         """Whether every event of this slice is in `parent` and it fixes more keys."""
         return set(parent.pairs) < set(self.pairs)

@@ -619,12 +619,43 @@ def test_a_crossing_leads_fall_outside_within_noise_still_counts_for_its_noise()
     assert lead_slices(alert_order(outcomes))[:2] == ["tenant=acme", "env=prod"]
 
 
+@pytest.mark.parametrize(
+    ("pair_events", "first"),
+    [(143, PAIR), (60, "feature_flag=retrieval-v2,tenant=acme")],
+    ids=["the crossing drift moved more", "the explained change moved more"],
+)
+def test_a_wider_change_smaller_than_a_crossing_lead_is_told_inside_its_story(
+    pair_events: int, first: str
+) -> None:
+    """Lexical judge, a drift of prod x v2 (seed 246), its first page: acme's drift was
+    its part inside prod x v2, and retrieval-v2 x acme (73 events, 0.16 down) explained
+    it and led, as explaining a wider change, before the drift of prod x v2 (143 events,
+    0.13 down), which explained nothing wider (env=prod, v2 within their noise) and moved
+    the traffic more than all of acme's drift. A lead whose widest explained change moved
+    the traffic less than a crossing lead on its statistic is a part of that one's story."""
+    v2_acme = "feature_flag=retrieval-v2,tenant=acme"
+    within = dict(status="inconclusive")
+    outcomes = [
+        drift("all", 300, 0.04, **within),
+        drift("env=prod", 220, 0.07, **within),
+        drift("feature_flag=retrieval-v2", 190, 0.08, **within),
+        drift(PAIR, pair_events, 0.13),
+        drift("tenant=acme", 113, 0.119),
+        drift(v2_acme, 73, 0.156),  # explains acme's drift
+    ]
+    items = alert_order(outcomes)
+    assert {i.outcome.slice: i.explained_by for i in items}["tenant=acme"] == v2_acme
+    assert lead_slices(items)[:2] == [first, ({PAIR, v2_acme} - {first}).pop()]
+
+
 def test_a_lead_explaining_a_wider_change_stays_before_a_crossing_one() -> None:
     """Lexical judge, half of env=prod losing its top hit (seed 103): acme's ~25 staging
     events fell 0.27 by chance, so acme fell more outside env=prod than env=prod outside
-    acme; env=prod's drift explains all's and still comes first."""
+    acme; env=prod's drift explains all's and still comes first. (Every rule reads `all`,
+    the whole traffic an impact is a share of.)"""
     prod_acme = "env=prod,tenant=acme"
     outcomes = [
+        drop("all", 300, 0.06, status="inconclusive"),
         drift("all", 300, 0.08, status="fail"),
         drift("env=prod", 200, 0.11),  # explains all's drift
         drift(prod_acme, 75, 0.11),

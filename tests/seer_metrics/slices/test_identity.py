@@ -119,3 +119,14 @@ def test_slices_may_overlap_unless_a_key_is_fixed_to_another_value() -> None:
     assert decode("all").may_overlap(decode("tenant=acme"))
     assert not decode("tenant=acme").may_overlap(decode("env=prod,tenant=initech"))
     assert not decode("tenant=acme\\,env=prod").may_overlap(decode("tenant=acme"))
+
+
+def test_slices_cross_when_they_share_events_with_neither_inside_the_other() -> None:
+    decode = SliceIdentity.decode
+    assert decode("env=prod").crosses(decode("tenant=acme"))
+    assert decode("env=prod,feature_flag=v2").crosses(decode("feature_flag=v2,tenant=acme"))
+    assert not decode("env=prod").crosses(decode("env=prod,tenant=acme"))  # inside
+    assert not decode("env=prod,tenant=acme").crosses(decode("env=prod"))
+    assert not decode("env=prod").crosses(decode("env=prod"))  # the same slice
+    assert not decode("env=prod").crosses(decode("env=staging"))  # no events shared
+    assert not decode("all").crosses(decode("tenant=acme"))
