@@ -252,30 +252,28 @@ def alert_order(
             impact = standard[item.key]
             weight[item.outcome.slice] = max(impact, weight.get(item.outcome.slice, impact))
 
+    def told_size(item: AlertItem) -> float:
+        """As large as it, or the widest change it explains or carries, moved the traffic."""
+        return max(standard[i.key] for i in (item, *told(item)))
+
     # a lead explaining a wider change that moved the traffic less than a crossing lead
     # on its statistic explaining nothing wider is a part of that one's story
     def smaller_than_a_crossing(item: AlertItem) -> bool:
-        told_size = max(standard[i.key] for i in (item, *told(item)))
-        mine = SliceIdentity.decode(item.outcome.slice)
-        for other in items:
-            if not other.leads or width(other) is not None:
-                continue
-            if other.outcome.statistic != item.outcome.statistic:
-                continue
-            if standard[other.key] > told_size and mine.crosses(
-                SliceIdentity.decode(other.outcome.slice)
-            ):
-                return True
-        return False
+        size, mine = told_size(item), SliceIdentity.decode(item.outcome.slice)
+        return any(
+            other.leads
+            and width(other) is None
+            and other.outcome.statistic == item.outcome.statistic
+            and standard[other.key] > size
+            and mine.crosses(SliceIdentity.decode(other.outcome.slice))
+            for other in items
+        )
 
     shadowed = {
         i.key for i in items if i.leads and width(i) is not None and smaller_than_a_crossing(i)
     }
 
-    story = _stories(
-        [item for item in items if item.leads],
-        lambda item: max(standard[i.key] for i in (item, *told(item))),
-    )
+    story = _stories([item for item in items if item.leads], told_size)
 
     def order(item: AlertItem) -> tuple[Any, ...]:
         o = item.outcome
