@@ -190,9 +190,45 @@ def yielding_leads(
     """The (rule, slice) of the leads a crossing lead on the same statistic (of any
     rule) tells the story before (see the module's docstring); `outside` reads how much
     a lead fell outside another's slice, `lifts` how many times the slice the two share
-    it fell."""
+    it fell.
+
+    Each pair is read on its own, so three crossing leads can each yield to another
+    (each pair's rests are other events). A lead yields only where its yielding ends at
+    a lead that stands: of leads whose yielding goes round, the one that moved the whole
+    traffic's mean the most stands, as between two leads nothing else tells apart.
+    Else every lead of a statistic could yield, and a lead on another one head the page
+    (a chance bloat of prod x initech did, lexical judge, seed 248, before falls outside
+    were read for their noise)."""
+    yields_to = {
+        index: [
+            other_index
+            for other_index, other in enumerate(leads)
+            if _yields_to(lead, other, outside, lifts)
+        ]
+        for index, lead in enumerate(leads)
+    }
+    standing = {index for index, targets in yields_to.items() if not targets}
+    while True:
+        told = _reaching(yields_to, standing)
+        circling = [index for index in yields_to if index not in told]
+        if not circling:
+            break
+        standing.add(max(circling, key=lambda index: (leads[index].impact or 0.0, -index)))
     return {
         (lead.outcome.rule, lead.outcome.slice)
-        for lead in leads
-        if any(_yields_to(lead, other, outside, lifts) for other in leads)
+        for index, lead in enumerate(leads)
+        if index not in standing
     }
+
+
+def _reaching(yields_to: Mapping[int, Sequence[int]], standing: set[int]) -> set[int]:
+    """The leads whose yielding ends at a standing lead, the standing ones included."""
+    reached = set(standing)
+    grown = True
+    while grown:
+        grown = False
+        for index, targets in yields_to.items():
+            if index not in reached and any(target in reached for target in targets):
+                reached.add(index)
+                grown = True
+    return reached
