@@ -6,27 +6,13 @@ import pytest
 
 from seer_metrics.rules import CheckOutcome
 from seer_metrics.rules.lead_order import Lead, Outside, yielding_leads
+from tests.seer_metrics.rules.test_attribution import drift
 
 PROD, INITECH, V2 = "env=prod", "tenant=initech", "feature_flag=retrieval-v2"
 
 
 def lead(label: str, impact: float) -> Lead:
-    outcome = CheckOutcome(
-        rule="recall_drift",
-        slice=label,
-        status="fail",
-        severity="WARN",
-        statistic="mean_recall",
-        observed=0.7,
-        threshold=0.10,
-        sample_size=100,
-        message="",
-        baseline=0.8,
-        delta=0.1,
-        noise=0.05,
-        kind="drop",
-    )
-    return Lead(outcome, impact)
+    return Lead(drift(label, 100, 0.1, noise=0.05, status="fail"), impact)
 
 
 def falls_outside(falls: dict[tuple[str, str], float]):
