@@ -210,15 +210,28 @@ def yielding_leads(
     standing = {index for index, targets in yields_to.items() if not targets}
     while True:
         told = _reaching(yields_to, standing)
-        circling = [index for index in yields_to if index not in told]
+        circling = {index for index in yields_to if index not in told}
         if not circling:
             break
-        standing.add(max(circling, key=lambda index: (leads[index].impact or 0.0, -index)))
+        # a lead only yielding into the circle is not on it: it still yields
+        on_circle = [i for i in sorted(circling) if i in _followed(yields_to, yields_to[i])]
+        standing.add(max(on_circle, key=lambda index: (leads[index].impact or 0.0, -index)))
     return {
         (lead.outcome.rule, lead.outcome.slice)
         for index, lead in enumerate(leads)
         if index not in standing
     }
+
+
+def _followed(yields_to: Mapping[int, Sequence[int]], starts: Sequence[int]) -> set[int]:
+    """The leads `starts` yield to, directly or through others, and `starts` themselves."""
+    found, frontier = set(starts), list(starts)
+    while frontier:
+        for target in yields_to[frontier.pop()]:
+            if target not in found:
+                found.add(target)
+                frontier.append(target)
+    return found
 
 
 def _reaching(yields_to: Mapping[int, Sequence[int]], standing: set[int]) -> set[int]:

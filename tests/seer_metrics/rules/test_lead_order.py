@@ -59,3 +59,16 @@ def test_a_lead_whose_yielding_ends_at_a_standing_lead_still_yields() -> None:
     leads = [lead(PROD, 0.05), lead(INITECH, 0.01), lead(V2, 0.04)]
     yielding = yielding_leads(leads, falls_outside(falls))
     assert yielding == {("recall_drift", PROD), ("recall_drift", V2)}
+
+
+def test_a_lead_yielding_into_a_circle_yields_whatever_its_impact() -> None:
+    """tenant=acme yields to env=prod and retrieval-v2, which are on the circle: acme
+    moved the traffic most, yet the lead that stands is the circle's own strongest, and
+    acme yields."""
+    acme = "tenant=acme"
+    falls = dict(CIRCLE)
+    falls[(acme, PROD)], falls[(PROD, acme)] = 0.2, 1.5
+    falls[(acme, V2)], falls[(V2, acme)] = 0.2, 1.5
+    leads = [lead(PROD, 0.03), lead(INITECH, 0.02), lead(V2, 0.01), lead(acme, 0.09)]
+    yielding = yielding_leads(leads, falls_outside(falls))
+    assert yielding == {("recall_drift", s) for s in (INITECH, V2, acme)}
