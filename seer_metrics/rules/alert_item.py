@@ -16,8 +16,9 @@ class AlertItem:
 
     `leads`: a failing drop beyond noise that no narrower slice explains, the end of an
     explanation (a message's lead is the first). `explanation`: the failing parent it
-    explains the most of; `largest_part`: for a lead that a failing narrower slice does
-    not explain, the largest share one accounts for (to say the change is spread).
+    explains the most of; `nearest_part`: for a lead that a failing narrower slice does
+    not explain, the part that comes nearest to explaining it (to say the change is
+    spread, or how far its nearest part falls short).
     `impact`: its events times its drop over the events of `all`, how much it moved the
     whole traffic's mean (comparable between slices and rules of one statistic).
     """
@@ -25,7 +26,7 @@ class AlertItem:
     outcome: CheckOutcome
     leads: bool = False
     explanation: Explanation | None = None
-    largest_part: Explanation | None = None
+    nearest_part: Explanation | None = None
     explained_by: str | None = None
     explained_share: float | None = None
     impact: float | None = None
@@ -49,7 +50,7 @@ class AlertItem:
         return wording.alert_headline(
             self.outcome,
             self.explanation,
-            self.largest_part,
+            self.nearest_part,
             self.explained_by,
             self.explained_share,
         )

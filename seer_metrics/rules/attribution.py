@@ -35,7 +35,13 @@ from typing import Any
 import pandas as pd
 
 from seer_metrics.rules.alert_item import AlertItem
-from seer_metrics.rules.explanation import Explanation, beyond_noise, explanation
+from seer_metrics.rules.explanation import (
+    CONCENTRATION,
+    MAJORITY_SHARE,
+    Explanation,
+    beyond_noise,
+    explanation,
+)
 from seer_metrics.rules.lead_order import Lead, lift_reader, outside_reader, yielding_leads
 from seer_metrics.rules.model import STATISTICS, CheckOutcome
 from seer_metrics.rules.nested_leads import changes_seen_through, nested_leads
@@ -74,6 +80,29 @@ def preferred(explanations: Iterable[Explanation]) -> Explanation | None:
     top = max(_capped(e.share) for e in found)
     tied = [e for e in found if _capped(e.share) >= top - SHARE_TIE]
     return min(tied, key=lambda e: (key_count(e.child), -e.surprise, -e.share, e.child))
+
+
+def nearest_part(parts: Iterable[Explanation]) -> Explanation | None:
+    """The part of a lead's change that comes nearest to explaining it, named in its
+    headline when none does: of the parts holding a majority of it whose rest fell at
+    most `CONCENTRATION` times as much as they did, the one whose rest fell the least for
+    its own fall; else (a change spread evenly) the `preferred` one. By the largest
+    share, a flag holding 76% of all's drop with 69% of the events was named beside
+    tenant=t2 on a wrong index, 72% of it with 11% (lexical judge, 900 a day, seed 253)."""
+    found = list(parts)
+
+    def concentration(part: Explanation) -> float | None:
+        """How much its rest fell for its own fall; None without figures."""
+        rest = part.rest_drop
+        if part.share <= MAJORITY_SHARE or part.child_drop <= 0 or rest is None:
+            return None
+        return rest / part.child_drop
+
+    ratios = {id(part): concentration(part) for part in found}
+    near = [p for p in found if (r := ratios[id(p)]) is not None and r <= CONCENTRATION]
+    if not near:
+        return preferred(found)
+    return min(near, key=lambda p: (ratios[id(p)], key_count(p.child), p.child))
 
 
 def narrower_parts(
@@ -176,13 +205,13 @@ def _rule_items(
         )
         part = None
         if beyond_noise(outcome) and narrower_parts(outcome, leading, rows):
-            part = preferred(narrower_parts(outcome, outcomes, rows, failing_only=False))
+            part = nearest_part(narrower_parts(outcome, outcomes, rows, failing_only=False))
         items.append(
             AlertItem(
                 outcome,
                 leads=beyond_noise(outcome),
                 explanation=largest,
-                largest_part=part,
+                nearest_part=part,
                 impact=impact,
                 explained_parents=tuple(e.parent for e in parents),
             )

@@ -310,7 +310,7 @@ def change_noun(worse_when: str) -> str:
 def alert_headline(
     outcome: CheckOutcome,
     explanation: Explanation | None = None,
-    largest_part: Explanation | None = None,
+    nearest_part: Explanation | None = None,
     explained_by: str | None = None,
     explained_share: float | None = None,
 ) -> str:
@@ -332,11 +332,11 @@ def alert_headline(
         )
     else:
         line = f"{title}: {figures}"
-    if largest_part is not None:
+    if nearest_part is not None:
         line = (
-            f"{line}; no narrower slice explains it ({slice_title(largest_part.child)} "
-            f"accounts for {share_text(largest_part.share)} of it with "
-            f"{largest_part.event_share:.0%} of its events)"
+            f"{line}; no narrower slice explains it ({slice_title(nearest_part.child)} "
+            f"accounts for {share_text(nearest_part.share)} of it with "
+            f"{nearest_part.event_share:.0%} of its events)"
         )
     if explained_by is not None:
         share = "" if explained_share is None else f", {share_text(explained_share)} of it"
