@@ -209,8 +209,8 @@ def yielding_leads(
     }
     standing = {index for index, targets in yields_to.items() if not targets}
     while True:
-        told = _reaching(yields_to, standing)
-        circling = {index for index in yields_to if index not in told}
+        # the leads whose yielding, directly or through others, ends at no standing lead
+        circling = {i for i in yields_to if not _followed(yields_to, [i]) & standing}
         if not circling:
             break
         # a lead only yielding into the circle is not on it: it still yields
@@ -232,16 +232,3 @@ def _followed(yields_to: Mapping[int, Sequence[int]], starts: Sequence[int]) -> 
                 found.add(target)
                 frontier.append(target)
     return found
-
-
-def _reaching(yields_to: Mapping[int, Sequence[int]], standing: set[int]) -> set[int]:
-    """The leads whose yielding ends at a standing lead, the standing ones included."""
-    reached = set(standing)
-    grown = True
-    while grown:
-        grown = False
-        for index, targets in yields_to.items():
-            if index not in reached and any(target in reached for target in targets):
-                reached.add(index)
-                grown = True
-    return reached
