@@ -472,23 +472,33 @@ def test_a_gap_within_noise_does_not_make_a_change_concentrated(
 
 
 @pytest.mark.parametrize(
-    ("child_events", "child_delta", "child_noise", "rest_delta", "explains"),
+    ("child_events", "child_delta", "child_noise", "parent_noise", "rest_delta", "explains"),
     [
-        (25, 0.77, 0.29, 0.03, True),  # 74% of it; the rest's dip within its noise (0.10)
-        (25, 0.77, 0.06, 0.03, False),  # the same dip, beyond a quieter rest's noise (0.02)
-        (100, 0.20, 0.08, 0.07, False),  # 74% of it; the rest a third as low, within noise
-        (25, 0.77, 0.29, 0.20, False),  # 30% of it; the rest fell too
+        (25, 0.77, 0.29, 0.03, 0.03, True),  # 74% of it; the rest's dip within its noise (0.10)
+        (25, 0.77, 0.06, 0.02, 0.03, False),  # the same dip, beyond a quieter rest's (0.02)
+        (100, 0.20, 0.08, 0.03, 0.07, False),  # 74% of it; the rest a third as low
+        (25, 0.77, 0.29, 0.03, 0.20, False),  # 30% of it; the rest fell too
+        (25, 0.77, 0.02, 0.04, 0.03, True),  # the child's values collapsed; the rest's noise
+        # is read from the parent's (0.042), not the child's (0.007)
     ],
-    ids=["a chance dip", "a second trouble", "a third as low", "spread"],
+    ids=["a chance dip", "a second trouble", "a third as low", "spread", "a collapsed child"],
 )
 def test_a_majority_explains_when_the_rest_only_dipped_by_chance(
-    child_events: int, child_delta: float, child_noise: float, rest_delta: float, explains: bool
+    child_events: int,
+    child_delta: float,
+    child_noise: float,
+    parent_noise: float,
+    rest_delta: float,
+    explains: bool,
 ) -> None:
     """Ideal judge, seed 165: tenant=t2 on a wrong index (recall 0.77 to 0, 25 of 250
-    events) held 74% of all's drop beside the rest's chance dip of 0.03, and `all` led."""
+    events) held 74% of all's drop beside the rest's chance dip of 0.03, and `all` led.
+    Lexical judge, seed 106: t2's recall collapsed to 0.03, and its own noise said nothing
+    of the rest's."""
     rest_events = 250 - child_events
     child = drop("tenant=t2", child_events, child_delta, noise=child_noise)
-    parent = drop("all", 250, (child_events * child_delta + rest_events * rest_delta) / 250)
+    parent_delta = (child_events * child_delta + rest_events * rest_delta) / 250
+    parent = drop("all", 250, parent_delta, noise=parent_noise)
     found = narrower_parts(parent, [parent, child], {})
     assert len(found) == 1 and 0.25 < found[0].share < EXPLAINS
     assert found[0].rest.delta == pytest.approx(rest_delta)
