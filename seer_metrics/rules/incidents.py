@@ -48,6 +48,7 @@ from seer_metrics.rules.model import (
 from seer_metrics.rules.readings import TOLERANCE, number_or_none
 from seer_metrics.rules.recovery import (
     back_from_the_drop,
+    level_may_close,
     pooled_level,
     pooled_level_recovery,
     pooled_recovery,
@@ -308,15 +309,14 @@ def follow(
         return replace(incident, **_latest(verdict), **_RESTART), "carried"
     needed = passes_to_close(incident.kind, close_after_passes)
     if pools:
-        # A level against its normal pools its passes since its last failure or hold,
-        # and closes on a clear one (a drift's 4th day read 0.09 above normal).
+        # A level against its normal pools its passes since its last failure or hold.
         move = worsened_by(verdict, verdict.baseline) or 0.0
         window = (*incident.recent_readings, (move, verdict.noise or 0.0, clear))[-needed:]
         recovering = replace(
             incident, **_latest(verdict), recent_readings=window, clear_passes=len(window)
         )
         if (
-            may_close
+            level_may_close(clear, move, verdict.waiting)
             and len(window) >= needed
             and seen_long_enough(incident, day, needed)
             and pooled_level_recovery(recovering, verdict.threshold)

@@ -110,6 +110,18 @@ def pooled_level_recovery(incident: Incident, threshold: float | None) -> bool:
     return mean_move + pooled_noise < threshold - TOLERANCE
 
 
+def level_may_close(clear: bool, move: float, waiting: bool = False) -> bool:
+    """Whether today's pass may close a level against the slice's normal once its latest
+    passes pooled are clearly within its line (`pooled_level_recovery`): a clear pass (a
+    drift's 4th day read 0.09 above the normal, the line 0.10, and pooled would have
+    closed), or one at or better than the normal (`move` <= 0), which is clear unless
+    the noise is wider than the line. No day alone is clearly within it then: env=prod's
+    `recall_high_priority` (noise 0.13, line 0.10) stayed open for the two weeks after a
+    fix, reading 0.36-0.43 against a normal of 0.38 (lexical judge, seed 262). A
+    `waiting` pass never closes (`verdict_holds._beside_a_low_change`)."""
+    return not waiting and (clear or move <= 0)
+
+
 def back_from_the_drop(verdict: Verdict, incident: Incident) -> bool:
     """A change incident's pass is a recovery only when the statistic came back at least
     half the way from where the incident opened to the level before it: a slice that a
