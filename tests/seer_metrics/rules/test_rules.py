@@ -1856,22 +1856,31 @@ def _level_verdict(
 def test_a_level_against_its_normal_pools_its_passes_to_recover(readings, closed_on) -> None:
     """After a fix env=prod's share read 0.04 above and below its normal by turns: each
     day alone was rarely clearly within the line, and the incident stayed open two weeks."""
-    # failing on two days: the count alone decides when it may close
-    incident, _ = follow(None, _level_verdict(-1, "fail", 0.80), 3)
-    incident, _ = follow(incident, _level_verdict(0, "fail", 0.80), 3)
+    transitions = _level_transitions(readings)
+    found = transitions.index("closed") + 1 if "closed" in transitions else None
+    assert found == closed_on, transitions
+
+
+def _level_transitions(readings, noise: float = 0.07) -> list[str]:
+    """The incident's transitions over `readings` (a share, "fail" or "held"), opened by
+    two failing days so that the count alone decides when it may close. A reading is a
+    pass when clearly within the line alone, else inconclusive."""
+    incident, _ = follow(None, _level_verdict(-1, "fail", 0.80, noise=noise), 3)
+    incident, _ = follow(incident, _level_verdict(0, "fail", 0.80, noise=noise), 3)
     transitions = []
     for offset, reading in enumerate(readings, start=1):
         if reading == "fail":
-            verdict = _level_verdict(offset, "fail", 0.60)
+            verdict = _level_verdict(offset, "fail", 0.60, noise=noise)
         elif reading == "held":
-            verdict = replace(_level_verdict(offset, "inconclusive", 0.42), held=True)
+            held = _level_verdict(offset, "inconclusive", 0.42, noise=noise)
+            verdict = replace(held, held=True)
         else:
-            clear = reading - 0.42 + 0.07 < 0.10
-            verdict = _level_verdict(offset, "pass" if clear else "inconclusive", reading)
+            clear = reading - 0.42 + noise < 0.10
+            status = "pass" if clear else "inconclusive"
+            verdict = _level_verdict(offset, status, reading, noise=noise)
         incident, transition = follow(incident, verdict, 3)
         transitions.append(transition)
-    found = transitions.index("closed") + 1 if "closed" in transitions else None
-    assert found == closed_on, transitions
+    return transitions
 
 
 @pytest.mark.parametrize(
@@ -1893,17 +1902,8 @@ def test_a_level_whose_noise_is_wider_than_its_line_closes_at_its_normal(
     """Lexical judge, seed 262: env=prod's `recall_high_priority` read 0.36-0.43 after a
     fix against a normal of 0.38, with a noise of 0.13, wider than its line (0.10). No
     reading was clearly within alone, and the incident stayed open for two weeks."""
-    noise = 0.13
-    incident, _ = follow(None, _level_verdict(-1, "fail", 0.80, noise=noise), 3)
-    incident, _ = follow(incident, _level_verdict(0, "fail", 0.80, noise=noise), 3)
-    transitions = []
-    for offset, reading in enumerate(readings, start=1):
-        if reading == "fail":
-            verdict = _level_verdict(offset, "fail", 0.60, noise=noise)
-        else:  # never clearly within alone: the noise is wider than the line
-            verdict = _level_verdict(offset, "inconclusive", reading, noise=noise)
-        incident, transition = follow(incident, verdict, 3)
-        transitions.append(transition)
+    # every share here is at least 0.40: never clearly within alone (0.40 - 0.42 + 0.13)
+    transitions = _level_transitions(readings, noise=0.13)
     found = transitions.index("closed") + 1 if "closed" in transitions else None
     assert found == closed_on, transitions
 
