@@ -6,8 +6,8 @@ one (rule, slice) at a time: a change's pass is held while a slice sharing event
 still fails the rule, or is not back from its open incident on it; any incident's pass
 while its trouble still fails another change rule, or while a wider slice around it is
 together still low, or reads the rule low beyond its noise; and its close while the same
-slice is not back on another change rule. The verdicts are stored as decided, so the
-folded history agrees (`incident_day.advance_incidents` applies them).
+slice is not back on another change rule, or held there. The verdicts are stored as
+decided, so the folded history agrees (`incident_day.advance_incidents` applies them).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def day_verdicts(
     has a change incident opened within that time whose readings together are still
     low (`_inside_a_low_change`); and a clear pass `waiting` (it counts, but does not
     close) while the same slice's incident on another change rule, opened within that
-    time, reads not clearly back and is together still low (`_beside_a_low_change`).
+    time, reads not clearly back and is together still low (`_beside_a_low_change`), or
+    is held or paused today (`_beside_a_held_change`).
     A drift over tenant=acme had opened env=prod,tenant=acme's bloat with acme's recall
     drift; the bloat read back within noise and "recovered" while the drift went on,
     passing but far from back (ideal judge, seed 104)."""
@@ -96,7 +97,7 @@ def day_verdicts(
         elif _beside_a_low_change(verdict, incident, low_unclear):
             verdict = replace(verdict, waiting=True)
         verdicts.append(verdict)
-    return verdicts
+    return _beside_a_held_change(verdicts, incidents)
 
 
 # Change incidents on slices sharing events that opened this many days apart or less are
@@ -226,6 +227,41 @@ def _beside_a_low_change(
         and abs((other.opened_on - incident.opened_on).days) <= SAME_TROUBLE_DAYS
         for other in low
     )
+
+
+def _beside_a_held_change(
+    verdicts: Sequence[Verdict], incidents: Mapping[tuple[str, str], Incident]
+) -> list[Verdict]:
+    """A pass waits to close while the same slice's incident on another change rule,
+    opened within `SAME_TROUBLE_DAYS` of this one, is held or paused today: the trouble
+    around that one is still there, and it opened both. A drift of prod x v2 opened
+    env=prod,tenant=acme's bloat with its recall drift on the drift's first day; on its
+    7th day the bloat read back within noise and "recovered" while the recall drift,
+    paused by retrieval-v2 x acme not back, stayed open; it paged again two days later
+    (ideal judge, seed 269)."""
+    held = [
+        (v.rule, SliceIdentity.decode(v.slice), incident.opened_on)
+        for v in verdicts
+        if (v.held or v.paused)
+        and (incident := incidents.get((v.rule, v.slice))) is not None
+        and incident.kind == "drop"
+    ]
+    if not held:
+        return list(verdicts)
+    waited = []
+    for verdict in verdicts:
+        incident = incidents.get((verdict.rule, verdict.slice))
+        if incident is not None and verdict.status == "pass" and not verdict.waiting:
+            mine = SliceIdentity.decode(verdict.slice)
+            if any(
+                rule != verdict.rule
+                and other == mine
+                and abs((opened - incident.opened_on).days) <= SAME_TROUBLE_DAYS
+                for rule, other, opened in held
+            ):
+                verdict = replace(verdict, waiting=True)
+        waited.append(verdict)
+    return waited
 
 
 def _still_not_back(verdict: Verdict, incident: Incident | None) -> bool:

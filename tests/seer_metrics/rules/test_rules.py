@@ -1104,6 +1104,56 @@ def test_a_slice_recovers_as_one_while_its_trouble_is_low_on_another_change_rule
     assert run.closed_on == closed_on["bloat_rise"]
 
 
+@pytest.mark.parametrize(
+    ("recall_opened", "bloat_waits"),
+    [("2026-11-19", True), ("2026-10-19", False)],
+    ids=["same trouble", "a recall incident opened weeks before"],
+)
+def test_a_pass_waits_while_the_same_slice_is_held_on_another_change_rule(
+    recall_opened: str, bloat_waits: bool
+) -> None:
+    """A drift of prod x v2 (ideal judge, seed 269) opened env=prod,tenant=acme's bloat
+    with its recall drift on the drift's first day; on its 7th day the bloat read back
+    within noise and "recovered" while the recall drift, paused by env=prod reading the
+    drift low, stayed open, and the bloat paged again two days later. The bloat's clear
+    pass counts but waits while the same slice's incident on another change rule, opened
+    within a week of it, is held or paused; a slice without one, or beside a recall
+    incident opened weeks before (a chronic one), closes."""
+    label, other = "env=prod,tenant=acme", "env=prod,tenant=globex"
+    recall_failed = on("recall_drift", reading(recall_opened, "fail", label, 0.60, events=60))
+    bloats = [bloat(reading("2026-11-19", "fail", s, 0.60)) for s in (label, other)]
+    if bloat_waits:
+        opened = opened_over_two_days([recall_failed, *bloats])
+    else:
+        chronic = advance_incidents([], [recall_failed]).still_open
+        opened = opened_over_two_days(bloats)
+        opened = replace(opened, carried=(*opened.carried, *chronic))
+
+    def day(date_text: str, env_prod: float) -> list[CheckOutcome]:
+        wider = reading(date_text, "pass", "env=prod", env_prod, events=230)
+        return [
+            on("recall_drift", reading(date_text, "pass", label, 0.79, events=60)),
+            on("recall_drift", wider.replace(inconclusive=env_prod < 0.80)),
+            *(bloat(reading(date_text, "pass", s, 0.79)) for s in (label, other)),
+        ]
+
+    # env=prod reads the drift low beyond its noise: the pair's recall drift is paused
+    low = day("2026-11-20", 0.72)
+    flags = {(v.rule, v.slice): (v.paused, v.waiting) for v in day_verdicts(low, opened.still_open)}
+    assert flags[("recall_drift", label)] == (True, False)
+    assert flags[("bloat_rise", label)] == (False, bloat_waits)
+    assert flags[("bloat_rise", other)] == (False, False)
+    waited = advance_incidents(opened.still_open, low, close_after_passes=1)
+    closed = {(i.rule, i.slice) for i in waited.closed}
+    assert (("bloat_rise", label) in closed) is not bloat_waits
+    assert ("bloat_rise", other) in closed
+    # env=prod back: nothing is held, and the slice closes as one
+    back = advance_incidents(waited.still_open, day("2026-11-21", 0.80), close_after_passes=1)
+    assert {(i.rule, i.slice) for i in back.closed} >= {("recall_drift", label)} | (
+        {("bloat_rise", label)} if bloat_waits else set()
+    )
+
+
 def _identity(verdict: Verdict) -> dict:
     """A stored verdict's fields besides its figures."""
     names = ("day", "rule", "slice", "kind", "status", "severity", "message")
