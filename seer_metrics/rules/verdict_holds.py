@@ -237,8 +237,8 @@ def _beside_a_held_change(
     around that one is still there, and it opened both. A drift of prod x v2 opened
     env=prod,tenant=acme's bloat with its recall drift on the drift's first day; on its
     7th day the bloat read back within noise and "recovered" while the recall drift,
-    paused by retrieval-v2 x acme not back, stayed open; it paged again two days later
-    (ideal judge, seed 269)."""
+    paused while env=prod read the drift low beyond its noise, stayed open; the slice
+    paged again two days later (ideal judge, seed 269)."""
     held = [
         (v.rule, SliceIdentity.decode(v.slice), incident.opened_on)
         for v in verdicts
