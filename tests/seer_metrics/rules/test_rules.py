@@ -605,6 +605,18 @@ def opened_over_two_days(outcomes: list[CheckOutcome]) -> IncidentChanges:
     return advance_incidents(advance_incidents([], day_before).still_open, outcomes)
 
 
+def opened_beside(
+    recall_failed: CheckOutcome, others: list[CheckOutcome], same_trouble: bool
+) -> IncidentChanges:
+    """`others` opened over two days beside an incident of `recall_failed`: opened with
+    them (one trouble), or on its own date weeks before them (a chronic one)."""
+    if same_trouble:
+        return opened_over_two_days([recall_failed, *others])
+    chronic = advance_incidents([], [recall_failed]).still_open
+    opened = opened_over_two_days(others)
+    return replace(opened, carried=(*opened.carried, *chronic))
+
+
 def test_a_chronic_breach_opens_one_incident_and_pages_once() -> None:
     days = [f"2026-11-{d:02d}" for d in range(20, 27)]
     statuses = ["pass", "fail", "fail", "not_enough_data", "no_baseline", "fail", "pass"]
@@ -1056,13 +1068,8 @@ def test_a_slice_recovers_as_one_while_its_trouble_is_low_on_another_change_rule
     nothing."""
     label = "env=prod,feature_flag=retrieval-v2"
     recall_failed = on("recall_drop", reading(recall_opened, "fail", label, 0.60))
-    bloat_failed = bloat(reading(recall_opened, "fail", label, 0.60))
-    if bloat_waits:
-        opened = opened_over_two_days([recall_failed, bloat_failed])
-    else:
-        chronic = advance_incidents([], [recall_failed]).still_open
-        opened = opened_over_two_days([bloat_failed.replace(partition_date="2026-11-19")])
-        opened = replace(opened, carried=(*opened.carried, *chronic))
+    bloat_failed = bloat(reading("2026-11-19", "fail", label, 0.60))
+    opened = opened_beside(recall_failed, [bloat_failed], same_trouble=bloat_waits)
     still_open = list(opened.still_open)
     # recall half way back, 0.08 low (noise 0.05): not clearly back; then back
     recall_readings = [0.72, 0.72, 0.72, 0.80, 0.80, 0.80, 0.80, 0.80]
@@ -1122,12 +1129,7 @@ def test_a_pass_waits_while_the_same_slice_is_held_on_another_change_rule(
     label, other = "env=prod,tenant=acme", "env=prod,tenant=globex"
     recall_failed = on("recall_drift", reading(recall_opened, "fail", label, 0.60, events=60))
     bloats = [bloat(reading("2026-11-19", "fail", s, 0.60)) for s in (label, other)]
-    if bloat_waits:
-        opened = opened_over_two_days([recall_failed, *bloats])
-    else:
-        chronic = advance_incidents([], [recall_failed]).still_open
-        opened = opened_over_two_days(bloats)
-        opened = replace(opened, carried=(*opened.carried, *chronic))
+    opened = opened_beside(recall_failed, bloats, same_trouble=bloat_waits)
 
     def day(date_text: str, env_prod: float) -> list[CheckOutcome]:
         wider = reading(date_text, "pass", "env=prod", env_prod, events=230)
