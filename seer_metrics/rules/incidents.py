@@ -302,7 +302,7 @@ def follow(
     if verdict.paused:  # set only with `held`
         return replace(incident, **_latest(verdict)), "carried"
     clear = clear_pass(verdict, incident)
-    # a waiting pass counts, but never closes (`verdict_holds._beside_a_low_change`)
+    # a waiting pass counts, but never closes (`verdict_holds._beside_another_change`)
     may_close = clear and not verdict.waiting
     pools = incident.kind != "drop" and pooled_level(verdict)
     if verdict.held or (not clear and incident.kind != "drop" and not pools):

@@ -118,7 +118,7 @@ def level_may_close(clear: bool, move: float, waiting: bool = False) -> bool:
     the noise is wider than the line. No day alone is clearly within it then: env=prod's
     `recall_high_priority` (noise 0.13, line 0.10) stayed open for the two weeks after a
     fix, reading 0.36-0.43 against a normal of 0.38 (lexical judge, seed 262). A
-    `waiting` pass never closes (`verdict_holds._beside_a_low_change`)."""
+    `waiting` pass never closes (`verdict_holds._beside_another_change`)."""
     return not waiting and (clear or move <= 0)
 
 

@@ -39,8 +39,8 @@ def day_verdicts(
     has a change incident opened within that time whose readings together are still
     low (`_inside_a_low_change`); and a clear pass `waiting` (it counts, but does not
     close) while the same slice's incident on another change rule, opened within that
-    time, reads not clearly back and is together still low (`_beside_a_low_change`), or
-    is held or paused today (`_beside_a_held_change`).
+    time, reads not clearly back and is together still low (`_beside_another_change`),
+    or is held or paused today (`_beside_a_held_change`).
     A drift over tenant=acme had opened env=prod,tenant=acme's bloat with acme's recall
     drift; the bloat read back within noise and "recovered" while the drift went on,
     passing but far from back (ideal judge, seed 104)."""
@@ -94,7 +94,7 @@ def day_verdicts(
             )
         ):
             verdict = replace(verdict, status="inconclusive", held=True, paused=True)
-        elif _beside_a_low_change(verdict, incident, low_unclear):
+        elif _beside_another_change(verdict, incident, low_unclear):
             verdict = replace(verdict, waiting=True)
         verdicts.append(verdict)
     return _beside_a_held_change(verdicts, incidents)
@@ -206,18 +206,19 @@ def _inside_a_low_reading(
     )
 
 
-def _beside_a_low_change(
-    verdict: Verdict, incident: Incident | None, low: Sequence[_TroubleChange]
+def _beside_another_change(
+    verdict: Verdict, incident: Incident | None, changes: Sequence[_TroubleChange]
 ) -> bool:
     """An incident's pass waits to close while the same slice's incident on another
-    change rule, opened within `SAME_TROUBLE_DAYS` of this one, reads not clearly back
-    today and has its latest readings together still low (`low`: only those): one
-    trouble moved both. A drift of prod x v2 opened its precision drop and bloat with its
-    recall drop on the drift's 4th day; the two read back at their normal and "recovered"
-    while recall, held open, was 0.05-0.08 low (lexical judge, seed 135, one stream). The
-    pass still counts. Waiting until the other one closed kept two correlated incidents
-    of one slice (f1 and precision after a fix, ideal judge, seed 144) each waiting on the
-    other's low days for over two weeks."""
+    change rule in `changes`, opened within `SAME_TROUBLE_DAYS` of this one, still holds
+    the trouble that moved both: one that reads not clearly back today with its latest
+    readings together still low, or one held or paused today (`_beside_a_held_change`).
+    A drift of prod x v2 opened its precision drop and bloat with its recall drop on the
+    drift's 4th day; the two read back at their normal and "recovered" while recall, held
+    open, was 0.05-0.08 low (lexical judge, seed 135, one stream). The pass still counts.
+    Waiting until the other one closed kept two correlated incidents of one slice (f1 and
+    precision after a fix, ideal judge, seed 144) each waiting on the other's low days
+    for over two weeks."""
     if incident is None or verdict.status != "pass":
         return False
     mine = SliceIdentity.decode(verdict.slice)
@@ -225,43 +226,33 @@ def _beside_a_low_change(
         other.rule != verdict.rule
         and other.slice == mine
         and abs((other.opened_on - incident.opened_on).days) <= SAME_TROUBLE_DAYS
-        for other in low
+        for other in changes
     )
 
 
 def _beside_a_held_change(
     verdicts: Sequence[Verdict], incidents: Mapping[tuple[str, str], Incident]
 ) -> list[Verdict]:
-    """A pass waits to close while the same slice's incident on another change rule,
-    opened within `SAME_TROUBLE_DAYS` of this one, is held or paused today: the trouble
-    around that one is still there, and it opened both. A drift of prod x v2 opened
-    env=prod,tenant=acme's bloat with its recall drift on the drift's first day; on its
-    7th day the bloat read back within noise and "recovered" while the recall drift,
-    paused while env=prod read the drift low beyond its noise, stayed open; the slice
-    paged again two days later (ideal judge, seed 269)."""
+    """The day's verdicts, a pass `waiting` beside the same slice's change incident held
+    or paused today (`_beside_another_change`): the trouble around that one is still
+    there, and it opened both. Read once every verdict is decided. A drift of prod x v2
+    opened env=prod,tenant=acme's bloat with its recall drift on the drift's first day;
+    on its 7th day the bloat read back within noise and "recovered" while the recall
+    drift, paused while env=prod read the drift low beyond its noise, stayed open; the
+    slice paged again two days later (ideal judge, seed 269)."""
     held = [
-        (v.rule, SliceIdentity.decode(v.slice), incident.opened_on)
+        _TroubleChange(v.rule, SliceIdentity.decode(v.slice), incident.opened_on)
         for v in verdicts
         if (v.held or v.paused)
         and (incident := incidents.get((v.rule, v.slice))) is not None
         and incident.kind == "drop"
     ]
-    if not held:
-        return list(verdicts)
-    waited = []
-    for verdict in verdicts:
-        incident = incidents.get((verdict.rule, verdict.slice))
-        if incident is not None and verdict.status == "pass" and not verdict.waiting:
-            mine = SliceIdentity.decode(verdict.slice)
-            if any(
-                rule != verdict.rule
-                and other == mine
-                and abs((opened - incident.opened_on).days) <= SAME_TROUBLE_DAYS
-                for rule, other, opened in held
-            ):
-                verdict = replace(verdict, waiting=True)
-        waited.append(verdict)
-    return waited
+    return [
+        replace(v, waiting=True)
+        if _beside_another_change(v, incidents.get((v.rule, v.slice)), held)
+        else v
+        for v in verdicts
+    ]
 
 
 def _still_not_back(verdict: Verdict, incident: Incident | None) -> bool:
