@@ -39,8 +39,9 @@ def day_verdicts(
     has a change incident opened within that time whose readings together are still
     low (`_inside_a_low_change`); and a clear pass `waiting` (it counts, but does not
     close) while the same slice's incident on another change rule, opened within that
-    time, reads not clearly back and is together still low (`_beside_another_change`),
-    or is held or paused today (`_beside_a_held_change`).
+    time, reads not clearly back (today, or on its last reading not half way back) and is
+    together still low (`_beside_another_change`), or is held or paused today
+    (`_beside_a_held_change`).
     A drift over tenant=acme had opened env=prod,tenant=acme's bloat with acme's recall
     drift; the bloat read back within noise and "recovered" while the drift went on,
     passing but far from back (ideal judge, seed 104)."""
@@ -52,7 +53,8 @@ def day_verdicts(
     failing_changes: list[_TroubleChange] = []
     not_back_changes: list[_TroubleChange] = []
     low_changes: list[_TroubleChange] = []
-    low_unclear: list[_TroubleChange] = []  # of those, the ones not clearly back today
+    # of those, the ones not clearly back today or not half way back on their last reading
+    low_unclear: list[_TroubleChange] = []
     # drops beyond noise today, short of failing, on slices without an incident on the rule
     low_today: list[_TroubleChange] = []
     for verdict in raw:
@@ -74,7 +76,7 @@ def day_verdicts(
         if change is not None and still_low(change, verdict, close_after_passes):
             reading = read.get((verdict.rule, verdict.slice))
             low_changes.append(_TroubleChange(verdict.rule, identity, change.opened_on, reading))
-            if not clear_pass(verdict, change):
+            if not clear_pass(verdict, change) or not _last_reading_back(change, verdict):
                 low_unclear.append(low_changes[-1])
     verdicts = []
     for verdict in raw:
@@ -211,14 +213,19 @@ def _beside_another_change(
 ) -> bool:
     """An incident's pass waits to close while the same slice's incident on another
     change rule in `changes`, opened within `SAME_TROUBLE_DAYS` of this one, still holds
-    the trouble that moved both: one that reads not clearly back today with its latest
-    readings together still low, or one held or paused today (`_beside_a_held_change`).
-    A drift of prod x v2 opened its precision drop and bloat with its recall drop on the
-    drift's 4th day; the two read back at their normal and "recovered" while recall, held
-    open, was 0.05-0.08 low (lexical judge, seed 135, one stream). The pass still counts.
-    Waiting until the other one closed kept two correlated incidents of one slice (f1 and
-    precision after a fix, ideal judge, seed 144) each waiting on the other's low days
-    for over two weeks."""
+    the trouble that moved both: one that reads not clearly back today, or was not half
+    way back on its last reading, with its latest readings together still low; or one
+    held or paused today (`_beside_a_held_change`). A drift of prod x v2 opened its
+    precision drop and bloat with its recall drop on the drift's 4th day; the two read
+    back at their normal and "recovered" while recall, held open, was 0.05-0.08 low
+    (lexical judge, seed 135, one stream). A drift over acme opened env=prod,tenant=acme's
+    precision drop and bloat with its recall drop; nine days later those two closed on a
+    day recall read half way back (0.75 against 0.79), the day after a reading that was
+    not (0.69), its last four 0.07 low together (lexical judge, seed 176). The pass still
+    counts. Waiting until the other one closed kept two correlated incidents of one slice
+    (f1 and precision after a fix, ideal judge, seed 144) each waiting on the other's low
+    days for over two weeks; so did waiting while the other one was together low on any
+    reading (ideal 141, lexical 133)."""
     if incident is None or verdict.status != "pass":
         return False
     mine = SliceIdentity.decode(verdict.slice)
@@ -264,10 +271,14 @@ def _still_not_back(verdict: Verdict, incident: Incident | None) -> bool:
     those of the tenant it touched in part stay open."""
     if incident is None or back_from_the_drop(verdict, incident):
         return False
-    if incident.last_observed is None:
-        return True
+    return incident.last_observed is None or not _last_reading_back(incident, verdict)
+
+
+def _last_reading_back(incident: Incident, verdict: Verdict) -> bool:
+    """The change incident's last reading before today came half way back from where it
+    opened (`recovery.half_way_back`; one without a reading did)."""
     last = (incident.last_observed, incident.last_baseline)
-    return not half_way_back(incident, *last, verdict.worse_when)
+    return half_way_back(incident, *last, verdict.worse_when)
 
 
 def _held_by_overlapping_failure(

@@ -1156,6 +1156,49 @@ def test_a_pass_waits_while_the_same_slice_is_held_on_another_change_rule(
     )
 
 
+@pytest.mark.parametrize(
+    ("recall_opened", "bloat_waits"),
+    [("2026-11-19", True), ("2026-10-19", False)],
+    ids=["same trouble", "a recall incident opened weeks before"],
+)
+def test_a_pass_waits_beside_a_change_back_today_after_a_reading_that_was_not(
+    recall_opened: str, bloat_waits: bool
+) -> None:
+    """A drift over acme (lexical judge, seed 176) opened env=prod,tenant=acme's bloat
+    with its recall drop; nine days later the bloat closed on a day recall read half way
+    back, the day after a reading that was not, its latest readings together still low,
+    and the slice paged again the next day. The bloat's pass waits that day, and closes
+    once recall is back on two readings; beside a recall incident opened weeks before (a
+    chronic one) it closes on its own count."""
+    label = "env=prod,tenant=acme"
+    recall_failed = on("recall_drop", reading(recall_opened, "fail", label, 0.60))
+    bloat_failed = bloat(reading("2026-11-19", "fail", label, 0.60))
+    opened = opened_beside(recall_failed, [bloat_failed], same_trouble=bloat_waits)
+    still_open = list(opened.still_open)
+    flags, closed_on = [], {}
+    # recall not half way back (0.66, opened at 0.60 against 0.80), then half way (0.74)
+    # with the two together still 0.10 low (noise 0.05), then back
+    for offset, observed in enumerate([0.66, 0.74, 0.80], start=20):
+        day = f"2026-11-{offset}"
+        outcomes = [
+            on("recall_drop", reading(day, "pass", label, observed)).replace(
+                inconclusive=observed < 0.70
+            ),
+            bloat(reading(day, "pass", label, 0.79)),
+        ]
+        changes = advance_incidents(still_open, outcomes, close_after_passes=1)
+        flags += [(v.paused, v.waiting) for v in changes.verdicts if v.rule == "bloat_rise"]
+        still_open = list(changes.still_open)
+        closed_on |= {i.rule: i.closed_on for i in changes.closed}
+    if bloat_waits:
+        # paused while recall is not half way back, waiting while its last reading was not
+        assert flags == [(True, False), (False, True), (False, False)]
+        assert closed_on["bloat_rise"] == date(2026, 11, 22)
+    else:
+        assert not any(paused or waiting for paused, waiting in flags)
+        assert closed_on["bloat_rise"] == date(2026, 11, 20)
+
+
 def _identity(verdict: Verdict) -> dict:
     """A stored verdict's fields besides its figures."""
     names = ("day", "rule", "slice", "kind", "status", "severity", "message")
