@@ -224,8 +224,8 @@ def _beside_another_change(
     not (0.69), its last four 0.07 low together (lexical judge, seed 176). The pass still
     counts. Waiting until the other one closed kept two correlated incidents of one slice
     (f1 and precision after a fix, ideal judge, seed 144) each waiting on the other's low
-    days for over two weeks; so did waiting while the other one was together low on any
-    reading (ideal 141, lexical 133)."""
+    days for over two weeks; so did waiting while the other one was together still low,
+    whatever it read that day (ideal 141, lexical 133)."""
     if incident is None or verdict.status != "pass":
         return False
     mine = SliceIdentity.decode(verdict.slice)

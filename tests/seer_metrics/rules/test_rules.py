@@ -1168,8 +1168,8 @@ def test_a_pass_waits_beside_a_change_back_today_after_a_reading_that_was_not(
     with its recall drop; nine days later the bloat closed on a day recall read half way
     back, the day after a reading that was not, its latest readings together still low,
     and the slice paged again the next day. The bloat's pass waits that day, and closes
-    once recall is back on two readings; beside a recall incident opened weeks before (a
-    chronic one) it closes on its own count."""
+    the next, recall half way back on both readings; beside a recall incident opened
+    weeks before (a chronic one) it closes on its own count."""
     label = "env=prod,tenant=acme"
     recall_failed = on("recall_drop", reading(recall_opened, "fail", label, 0.60))
     bloat_failed = bloat(reading("2026-11-19", "fail", label, 0.60))
