@@ -617,6 +617,15 @@ def opened_beside(
     return replace(opened, carried=(*opened.carried, *chronic))
 
 
+# The cases of `opened_beside`: the recall incident opened with the others (they wait on it),
+# or weeks before them (a chronic one, which holds nothing).
+SAME_TROUBLE_OR_CHRONIC = pytest.mark.parametrize(
+    ("recall_opened", "bloat_waits"),
+    [("2026-11-19", True), ("2026-10-19", False)],
+    ids=["same trouble", "a recall incident opened weeks before"],
+)
+
+
 def test_a_chronic_breach_opens_one_incident_and_pages_once() -> None:
     days = [f"2026-11-{d:02d}" for d in range(20, 27)]
     statuses = ["pass", "fail", "fail", "not_enough_data", "no_baseline", "fail", "pass"]
@@ -1052,11 +1061,7 @@ def test_a_pass_waits_while_a_wider_slice_reads_the_rule_low_without_an_incident
     assert not paused_beside(across)
 
 
-@pytest.mark.parametrize(
-    ("recall_opened", "bloat_waits"),
-    [("2026-11-19", True), ("2026-10-19", False)],
-    ids=["same trouble", "a recall incident opened weeks before"],
-)
+@SAME_TROUBLE_OR_CHRONIC
 def test_a_slice_recovers_as_one_while_its_trouble_is_low_on_another_change_rule(
     recall_opened: str, bloat_waits: bool
 ) -> None:
@@ -1111,11 +1116,7 @@ def test_a_slice_recovers_as_one_while_its_trouble_is_low_on_another_change_rule
     assert run.closed_on == closed_on["bloat_rise"]
 
 
-@pytest.mark.parametrize(
-    ("recall_opened", "bloat_waits"),
-    [("2026-11-19", True), ("2026-10-19", False)],
-    ids=["same trouble", "a recall incident opened weeks before"],
-)
+@SAME_TROUBLE_OR_CHRONIC
 def test_a_pass_waits_while_the_same_slice_is_held_on_another_change_rule(
     recall_opened: str, bloat_waits: bool
 ) -> None:
@@ -1156,11 +1157,7 @@ def test_a_pass_waits_while_the_same_slice_is_held_on_another_change_rule(
     )
 
 
-@pytest.mark.parametrize(
-    ("recall_opened", "bloat_waits"),
-    [("2026-11-19", True), ("2026-10-19", False)],
-    ids=["same trouble", "a recall incident opened weeks before"],
-)
+@SAME_TROUBLE_OR_CHRONIC
 def test_a_pass_waits_beside_a_change_back_today_after_a_reading_that_was_not(
     recall_opened: str, bloat_waits: bool
 ) -> None:
