@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
@@ -617,6 +618,34 @@ def opened_beside(
     return replace(opened, carried=(*opened.carried, *chronic))
 
 
+def recall_days_beside_bloat(
+    open_incidents: Sequence[Incident],
+    label: str,
+    recall_readings: Sequence[float],
+    clear_from: float,
+    close_after_passes: int,
+) -> tuple[list[Verdict], dict[str, date]]:
+    """Days from 2026-11-20 on which the slice's recall drop reads each of
+    `recall_readings` (inconclusive under `clear_from`) and its bloat reads back (0.79):
+    the verdicts of every day, and the day each rule's incident closed."""
+    still_open = list(open_incidents)
+    verdicts: list[Verdict] = []
+    closed_on: dict[str, date] = {}
+    for offset, observed in enumerate(recall_readings, start=20):
+        day = f"2026-11-{offset}"
+        outcomes = [
+            on("recall_drop", reading(day, "pass", label, observed)).replace(
+                inconclusive=observed < clear_from
+            ),
+            bloat(reading(day, "pass", label, 0.79)),
+        ]
+        changes = advance_incidents(still_open, outcomes, close_after_passes=close_after_passes)
+        verdicts.extend(changes.verdicts)
+        still_open = list(changes.still_open)
+        closed_on |= {i.rule: i.closed_on for i in changes.closed}
+    return verdicts, closed_on
+
+
 # The cases of `opened_beside`: the recall incident opened with the others (they wait on it),
 # or weeks before them (a chronic one, which holds nothing).
 SAME_TROUBLE_OR_CHRONIC = pytest.mark.parametrize(
@@ -1075,23 +1104,11 @@ def test_a_slice_recovers_as_one_while_its_trouble_is_low_on_another_change_rule
     recall_failed = on("recall_drop", reading(recall_opened, "fail", label, 0.60))
     bloat_failed = bloat(reading("2026-11-19", "fail", label, 0.60))
     opened = opened_beside(recall_failed, [bloat_failed], same_trouble=bloat_waits)
-    still_open = list(opened.still_open)
     # recall half way back, 0.08 low (noise 0.05): not clearly back; then back
     recall_readings = [0.72, 0.72, 0.72, 0.80, 0.80, 0.80, 0.80, 0.80]
-    closed_on: dict[str, date] = {}
-    stored = []
-    for offset, observed in enumerate(recall_readings, start=20):
-        day = f"2026-11-{offset}"
-        outcomes = [
-            on("recall_drop", reading(day, "pass", label, observed)).replace(
-                inconclusive=observed < 0.80
-            ),
-            bloat(reading(day, "pass", label, 0.79)),
-        ]
-        changes = advance_incidents(still_open, outcomes, close_after_passes=2)
-        stored.extend(changes.verdicts)
-        still_open = list(changes.still_open)
-        closed_on |= {i.rule: i.closed_on for i in changes.closed}
+    stored, closed_on = recall_days_beside_bloat(
+        opened.still_open, label, recall_readings, clear_from=0.80, close_after_passes=2
+    )
     if bloat_waits:
         # recall's first reading alone is within its noise; from the second its readings
         # are together low: the bloat's passes count while it waits, and it closes the
@@ -1171,22 +1188,12 @@ def test_a_pass_waits_beside_a_change_back_today_after_a_reading_that_was_not(
     recall_failed = on("recall_drop", reading(recall_opened, "fail", label, 0.60))
     bloat_failed = bloat(reading("2026-11-19", "fail", label, 0.60))
     opened = opened_beside(recall_failed, [bloat_failed], same_trouble=bloat_waits)
-    still_open = list(opened.still_open)
-    flags, closed_on = [], {}
     # recall not half way back (0.66, opened at 0.60 against 0.80), then half way (0.74)
     # with the two together still 0.10 low (noise 0.05), then back
-    for offset, observed in enumerate([0.66, 0.74, 0.80], start=20):
-        day = f"2026-11-{offset}"
-        outcomes = [
-            on("recall_drop", reading(day, "pass", label, observed)).replace(
-                inconclusive=observed < 0.70
-            ),
-            bloat(reading(day, "pass", label, 0.79)),
-        ]
-        changes = advance_incidents(still_open, outcomes, close_after_passes=1)
-        flags += [(v.paused, v.waiting) for v in changes.verdicts if v.rule == "bloat_rise"]
-        still_open = list(changes.still_open)
-        closed_on |= {i.rule: i.closed_on for i in changes.closed}
+    verdicts, closed_on = recall_days_beside_bloat(
+        opened.still_open, label, [0.66, 0.74, 0.80], clear_from=0.70, close_after_passes=1
+    )
+    flags = [(v.paused, v.waiting) for v in verdicts if v.rule == "bloat_rise"]
     if bloat_waits:
         # paused while recall is not half way back, waiting while its last reading was not
         assert flags == [(True, False), (False, True), (False, False)]
