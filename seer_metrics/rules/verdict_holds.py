@@ -6,8 +6,9 @@ one (rule, slice) at a time: a change's pass is held while a slice sharing event
 still fails the rule, or is not back from its open incident on it; any incident's pass
 while its trouble still fails another change rule, or while a wider slice around it is
 together still low, or reads the rule low beyond its noise; and its close while the same
-slice is not back on another change rule, or held there. The verdicts are stored as
-decided, so the folded history agrees (`incident_day.advance_incidents` applies them).
+slice is not back on another change rule, held there, or still moving on one. The
+verdicts are stored as decided, so the folded history agrees
+(`incident_day.advance_incidents` applies them).
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from dataclasses import dataclass, replace
 from datetime import date
 
 from seer_metrics.rules.incidents import Incident, Verdict, clear_pass, still_low
-from seer_metrics.rules.model import DEFAULT_CLOSE_AFTER_PASSES, CheckOutcome
+from seer_metrics.rules.model import (
+    DEFAULT_CLOSE_AFTER_PASSES,
+    VOLUME_STATISTIC,
+    CheckOutcome,
+    moved_bad_way,
+)
 from seer_metrics.rules.recovery import back_from_the_drop, half_way_back
 from seer_metrics.slices.identity import SliceIdentity
 
@@ -41,7 +47,8 @@ def day_verdicts(
     close) while the same slice's incident on another change rule, opened within that
     time, reads not clearly back (today, or on its last reading not half way back) and is
     together still low (`_beside_another_change`), or is held or paused today
-    (`_beside_a_held_change`).
+    (`_beside_a_held_change`), or while the same slice still moves on another change rule
+    today, in a trouble begun no more than that time before this one (`_moving`).
     A drift over tenant=acme had opened env=prod,tenant=acme's bloat with acme's recall
     drift; the bloat read back within noise and "recovered" while the drift went on,
     passing but far from back (ideal judge, seed 104)."""
@@ -57,6 +64,9 @@ def day_verdicts(
     low_unclear: list[_TroubleChange] = []
     # drops beyond noise today, short of failing, on slices without an incident on the rule
     low_today: list[_TroubleChange] = []
+    # changes failing today, or reading the bad way past their noise and the margin too
+    # small to matter with no incident on the rule: the slices still moving
+    moving: list[_TroubleChange] = []
     for verdict in raw:
         incident = incidents.get((verdict.rule, verdict.slice))
         change = incident if incident is not None and incident.kind == "drop" else None
@@ -70,9 +80,12 @@ def day_verdicts(
         if verdict.status == "fail" and verdict.kind == "drop":
             opened = verdict.day if change is None else change.opened_on
             failing_changes.append(_TroubleChange(verdict.rule, identity, opened))
+            moving.append(failing_changes[-1])
         if verdict.kind == "drop" and incident is None and verdict.status == "inconclusive":
             reading = read.get((verdict.rule, verdict.slice))
             low_today.append(_TroubleChange(verdict.rule, identity, verdict.day, reading))
+            if _moving(verdict, reading):
+                moving.append(low_today[-1])
         if change is not None and still_low(change, verdict, close_after_passes):
             reading = read.get((verdict.rule, verdict.slice))
             low_changes.append(_TroubleChange(verdict.rule, identity, change.opened_on, reading))
@@ -96,7 +109,9 @@ def day_verdicts(
             )
         ):
             verdict = replace(verdict, status="inconclusive", held=True, paused=True)
-        elif _beside_another_change(verdict, incident, low_unclear):
+        elif _beside_another_change(verdict, incident, low_unclear) or _beside_another_change(
+            verdict, incident, moving, began_since=True
+        ):
             verdict = replace(verdict, waiting=True)
         verdicts.append(verdict)
     return _beside_a_held_change(verdicts, incidents)
@@ -209,7 +224,10 @@ def _inside_a_low_reading(
 
 
 def _beside_another_change(
-    verdict: Verdict, incident: Incident | None, changes: Sequence[_TroubleChange]
+    verdict: Verdict,
+    incident: Incident | None,
+    changes: Sequence[_TroubleChange],
+    began_since: bool = False,
 ) -> bool:
     """An incident's pass waits to close while the same slice's incident on another
     change rule in `changes`, opened within `SAME_TROUBLE_DAYS` of this one, still holds
@@ -225,16 +243,41 @@ def _beside_another_change(
     counts. Waiting until the other one closed kept two correlated incidents of one slice
     (f1 and precision after a fix, ideal judge, seed 144) each waiting on the other's low
     days for over two weeks; so did waiting while the other one was together still low,
-    whatever it read that day (ideal 141, lexical 133)."""
+    whatever it read that day (ideal 141, lexical 133).
+
+    `began_since`: `changes` are the slice's moves today (`_moving`), and one that began
+    after this incident counts however much later: a drift over acme opened
+    tenant=acme's precision drop on its second day; nine days later it read back and
+    "recovered" while acme's recall read low beyond its noise, and acme's recall drift
+    paged (lexical judge, seed 176)."""
     if incident is None or verdict.status != "pass":
         return False
     mine = SliceIdentity.decode(verdict.slice)
     return any(
         other.rule != verdict.rule
         and other.slice == mine
-        and abs((other.opened_on - incident.opened_on).days) <= SAME_TROUBLE_DAYS
+        and _one_trouble((other.opened_on - incident.opened_on).days, began_since)
         for other in changes
     )
+
+
+def _one_trouble(days_after: int, began_since: bool) -> bool:
+    """Whether a change that began `days_after` this incident (negative: before it) is of
+    its trouble: within `SAME_TROUBLE_DAYS` of it, or with `began_since` any time after."""
+    return days_after >= -SAME_TROUBLE_DAYS and (began_since or days_after <= SAME_TROUBLE_DAYS)
+
+
+def _moving(verdict: Verdict, reading: tuple[str, int] | None) -> bool:
+    """A change rule's pass (with no incident on it) reading the bad way past its noise and
+    the margin too small to matter (a quarter of its step): the slice is still moving on
+    it. The margin keeps out a statistic that barely varies: a context of 4.0 passages
+    against 3.995 read past a noise of 0.004 every day after a fix, and its wait put the
+    fix's "Recovered" four days late (lexical judge, seed 148). A volume's noise is a share,
+    not a count, and its trouble is not the quality's."""
+    if reading is None or reading[0] == VOLUME_STATISTIC:
+        return False
+    worse = moved_bad_way(verdict.observed, verdict.baseline, verdict.worse_when) or 0.0
+    return worse > max(verdict.noise or 0.0, verdict.margin or 0.0)
 
 
 def _beside_a_held_change(

@@ -1203,6 +1203,62 @@ def test_a_pass_waits_beside_a_change_back_today_after_a_reading_that_was_not(
         assert closed_on["bloat_rise"] == date(2026, 11, 20)
 
 
+@pytest.mark.parametrize(
+    ("other_rule", "observed", "other_opened", "precision_waits"),
+    [
+        # 0.08 low, beyond its noise (0.05) and the margin too small to matter (0.0375)
+        ("recall_drift", 0.72, None, True),
+        # beyond a noise of 0.01 but within the margin: a statistic that barely varies
+        ("recall_drift", 0.77, None, False),
+        ("recall_drift", 0.79, None, False),  # back
+        # failing, a trouble begun ten days after the precision drop's: still moving
+        ("recall_drift", 0.60, None, True),
+        # failing in an incident opened weeks before (a chronic one)
+        ("recall_drift", 0.60, "2026-10-19", False),
+        # fewer events than normal, beyond noise: another trouble than the quality's
+        ("volume_drop", 0.72, None, False),
+    ],
+    ids=[
+        "low beyond noise",
+        "within the margin",
+        "back",
+        "failing since today",
+        "chronic",
+        "volume",
+    ],
+)
+def test_a_pass_waits_while_the_same_slice_still_moves_on_another_change_rule(
+    other_rule: str, observed: float, other_opened: str | None, precision_waits: bool
+) -> None:
+    """A drift over acme (lexical judge, seed 176) opened tenant=acme's precision drop on
+    its second day; nine days later it read back and "recovered" while acme's recall
+    read low beyond its noise without an incident, and acme's recall drift paged
+    later. A clear pass waits while the same slice reads another change rule the bad way
+    beyond its noise and the margin too small to matter (or fails it), unless that
+    change began weeks before this incident (a chronic one) or is a volume's."""
+    label, day = "tenant=acme", "2026-11-28"
+    precision = "precision_drop"
+    opened = opened_over_two_days([on(precision, reading("2026-11-19", "fail", label, 0.60))])
+    still_open = list(opened.still_open)
+    if other_opened is not None:
+        chronic = on(other_rule, reading(other_opened, "fail", label, 0.60))
+        still_open += advance_incidents([], [chronic]).still_open
+    status = "fail" if observed < 0.70 else "pass"
+    other = on(other_rule, reading(day, status, label, observed)).replace(
+        inconclusive=status == "pass" and observed < 0.78,
+        noise=0.01 if observed == 0.77 else 0.05,
+    )
+    if other_rule == "volume_drop":
+        other = other.replace(statistic="events")
+    today = [on(precision, reading(day, "pass", label, 0.80)), other]
+    (verdict,) = [v for v in day_verdicts(today, still_open) if v.rule == precision]
+    assert verdict.waiting is precision_waits
+    assert not verdict.paused and verdict.status == "pass"
+    changes = advance_incidents(still_open, today, close_after_passes=1)
+    closed = {incident.rule for incident in changes.closed}
+    assert (precision in closed) is not precision_waits
+
+
 def _identity(verdict: Verdict) -> dict:
     """A stored verdict's fields besides its figures."""
     names = ("day", "rule", "slice", "kind", "status", "severity", "message")
