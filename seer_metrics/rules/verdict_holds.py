@@ -80,7 +80,8 @@ def day_verdicts(
         if verdict.status == "fail" and verdict.kind == "drop":
             opened = verdict.day if change is None else change.opened_on
             failing_changes.append(_TroubleChange(verdict.rule, identity, opened))
-            moving.append(failing_changes[-1])
+            if _moving(verdict, read.get((verdict.rule, verdict.slice))):
+                moving.append(failing_changes[-1])
         if verdict.kind == "drop" and incident is None and verdict.status == "inconclusive":
             reading = read.get((verdict.rule, verdict.slice))
             low_today.append(_TroubleChange(verdict.rule, identity, verdict.day, reading))
@@ -268,14 +269,16 @@ def _one_trouble(days_after: int, began_since: bool) -> bool:
 
 
 def _moving(verdict: Verdict, reading: tuple[str, int] | None) -> bool:
-    """A change rule's pass (with no incident on it) reading the bad way past its noise and
-    the margin too small to matter (a quarter of its step): the slice is still moving on
-    it. The margin keeps out a statistic that barely varies: a context of 4.0 passages
-    against 3.995 read past a noise of 0.004 every day after a fix, and its wait put the
-    fix's "Recovered" four days late (lexical judge, seed 148). A volume's noise is a share,
-    not a count, and its trouble is not the quality's."""
+    """A change rule failing, or its pass (with no incident on it) reading the bad way past
+    its noise and the margin too small to matter (a quarter of its step): the slice is
+    still moving on it. The margin keeps out a statistic that barely varies: a context of
+    4.0 passages against 3.995 read past a noise of 0.004 every day after a fix, and its
+    wait put the fix's "Recovered" five days late (lexical judge, seed 148). A volume's
+    noise is a share, not a count, and its trouble is not the quality's."""
     if reading is None or reading[0] == VOLUME_STATISTIC:
         return False
+    if verdict.status == "fail":
+        return True
     worse = moved_bad_way(verdict.observed, verdict.baseline, verdict.worse_when) or 0.0
     return worse > max(verdict.noise or 0.0, verdict.margin or 0.0)
 

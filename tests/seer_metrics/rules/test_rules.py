@@ -1217,6 +1217,7 @@ def test_a_pass_waits_beside_a_change_back_today_after_a_reading_that_was_not(
         ("recall_drift", 0.60, "2026-10-19", False),
         # fewer events than normal, beyond noise: another trouble than the quality's
         ("volume_drop", 0.72, None, False),
+        ("volume_drop", 0.60, None, False),  # halved, failing: the same
     ],
     ids=[
         "low beyond noise",
@@ -1225,6 +1226,7 @@ def test_a_pass_waits_beside_a_change_back_today_after_a_reading_that_was_not(
         "failing since today",
         "chronic",
         "volume",
+        "volume failing",
     ],
 )
 def test_a_pass_waits_while_the_same_slice_still_moves_on_another_change_rule(
