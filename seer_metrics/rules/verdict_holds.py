@@ -71,6 +71,7 @@ def day_verdicts(
         incident = incidents.get((verdict.rule, verdict.slice))
         change = incident if incident is not None and incident.kind == "drop" else None
         identity = SliceIdentity.decode(verdict.slice)
+        reading = read.get((verdict.rule, verdict.slice))
         if verdict.status == "fail":
             failing.setdefault(verdict.rule, []).append(identity)
         elif _still_not_back(verdict, change):
@@ -80,21 +81,20 @@ def day_verdicts(
         if verdict.status == "fail" and verdict.kind == "drop":
             opened = verdict.day if change is None else change.opened_on
             failing_changes.append(_TroubleChange(verdict.rule, identity, opened))
-            if _moving(verdict, read.get((verdict.rule, verdict.slice))):
+            if _moving(verdict, reading):
                 moving.append(failing_changes[-1])
         if verdict.kind == "drop" and incident is None and verdict.status == "inconclusive":
-            reading = read.get((verdict.rule, verdict.slice))
             low_today.append(_TroubleChange(verdict.rule, identity, verdict.day, reading))
             if _moving(verdict, reading):
                 moving.append(low_today[-1])
         if change is not None and still_low(change, verdict, close_after_passes):
-            reading = read.get((verdict.rule, verdict.slice))
             low_changes.append(_TroubleChange(verdict.rule, identity, change.opened_on, reading))
             if not clear_pass(verdict, change) or not _last_reading_back(change, verdict):
                 low_unclear.append(low_changes[-1])
     verdicts = []
     for verdict in raw:
         incident = incidents.get((verdict.rule, verdict.slice))
+        reading = read.get((verdict.rule, verdict.slice))
         if _held_by_overlapping_failure(verdict, failing) or _held_by_same_trouble(
             verdict, incident, failing_changes
         ):
@@ -102,12 +102,8 @@ def day_verdicts(
         elif (
             _held_by_overlapping_failure(verdict, not_back)
             or _held_by_same_trouble(verdict, incident, not_back_changes)
-            or _inside_a_low_change(
-                verdict, incident, low_changes, read.get((verdict.rule, verdict.slice))
-            )
-            or _inside_a_low_reading(
-                verdict, incident, low_today, read.get((verdict.rule, verdict.slice))
-            )
+            or _inside_a_low_change(verdict, incident, low_changes, reading)
+            or _inside_a_low_reading(verdict, incident, low_today, reading)
         ):
             verdict = replace(verdict, status="inconclusive", held=True, paused=True)
         elif _beside_another_change(verdict, incident, low_unclear) or _beside_another_change(
