@@ -29,8 +29,8 @@ opened that day.
 (c) Kinds of trouble (`kind_scenarios.py`, replayed by `trouble_kinds.py`): in each
     stream, a lost top hit at several places and sizes (one an intersection of ~80
     events a day, below the pair slices' volume bar), context bloat, empty contexts, a
-    tenant of 20 on a wrong index, a slow drift, a release then its fix, a judge change,
-    a volume loss and a vanishing slice.
+    tenant of 20 on a wrong index, a slow drift, a release then its fix, a bloat then its
+    fix, a judge change, a volume loss and a vanishing slice.
     Targets per kind: caught on its first day (a page of its slice; or, where its slice
     had an incident open from before it, which carries it without a page, a message that
     day led by its slice: counted apart), led by its own slice, no "Recovered"

@@ -129,8 +129,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         3,
         VOLUME,
     ),
-    # A drift over a whole tenant, where its largest pair must not take the lead: kept
-    # last so that the other scenarios keep their start days.
+    # Scenarios added later come last, so that the others keep their start days: a drift
+    # over a whole tenant, where its largest pair must not take the lead, and a bloat then
+    # its fix (a top-k change rolled back: "Recovered" on a statistic that barely varies).
     Scenario(
         "slow_drift",
         "tenant=acme, +4% a day lose 1",
@@ -138,6 +139,14 @@ SCENARIOS: tuple[Scenario, ...] = (
         14,
         0,
         CHANGE,
+    ),
+    Scenario(
+        "bloat_fix",
+        "prod × v2 bloat 3 days, then fixed",
+        ContextBloat(PROD_V2, length=3),
+        3,
+        2 * WEEK,
+        (*CHANGE, "recovered"),
     ),
 )
 KINDS = tuple(dict.fromkeys(s.kind for s in SCENARIOS))

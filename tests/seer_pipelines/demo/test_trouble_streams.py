@@ -154,11 +154,15 @@ def test_slow_drift_loses_the_top_hit_of_a_growing_share() -> None:
     assert shares == sorted(shares) and shares[0] < 0.4 and shares[-1] > 0.8
 
 
-def test_a_release_then_its_fix_is_clean_again() -> None:
-    release = Release(PROD_V2, start=0, length=2)
-    clean, troubled = stream(), stream(release)
-    assert split(clean, troubled, release)  # the other days are the clean ones
-    assert {event.day for event in troubled if event.troubles} == trouble_days(release)
+@pytest.mark.parametrize(
+    "trouble",
+    [Release(PROD_V2, start=0, length=2), ContextBloat(PROD_V2, start=0, length=2)],
+    ids=["release", "bloat"],
+)
+def test_a_trouble_then_its_fix_is_clean_again(trouble: Trouble) -> None:
+    clean, troubled = stream(), stream(trouble)
+    assert split(clean, troubled, trouble)  # the other days are the clean ones
+    assert {event.day for event in troubled if event.troubles} == trouble_days(trouble)
 
 
 def test_a_judge_change_moves_the_judge_and_its_identity_from_its_day() -> None:
