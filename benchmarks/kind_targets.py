@@ -188,11 +188,16 @@ def days_to_close(
 ) -> tuple[int | None, int | None]:
     """The day after the fix (from 1) by which its own slice's incidents had all closed,
     and every incident it opened (None: one was still open at the end): how near a miss
-    of `recovered_after_fix` is to its week."""
+    of `recovered_after_fix` is to its week. Only incidents opened before the fix count:
+    a chance page of the slice after it opens another, which is not the trouble's
+    (lexical judge, seed 110: env=prod × acme's precision drop closed 6 days after a
+    bloat's fix, paged again on the 8th and closed on the 14th)."""
     opened, own = _opened_by(replayed, days, trouble)
     closed_on: dict[tuple[str, str], int] = {}
     for index, day in enumerate(replayed[days:], start=1):
-        closed_on.update((i.key, index) for i in day.changes.closed if i.key in opened)
+        for incident in day.changes.closed:
+            if incident.key in opened and incident.opened_on < replayed[days].day:
+                closed_on[incident.key] = index
 
     def by(keys: set[tuple[str, str]]) -> int | None:
         if not keys or not keys <= set(closed_on):
