@@ -112,15 +112,26 @@ class Explanation:
         250 events) held 74% of all's drop beside the rest's dip of 0.03, within its noise
         (ideal judge, seed 165), and `all` led. At a quarter as much, the first page of a
         drift over all of tenant=acme was led by retrieval-v1 x acme (40 events, 0.19
-        down, 67% of acme's drop) beside the rest of acme's 0.04 (ideal judge, seed 150)."""
+        down, 67% of acme's drop) beside the rest of acme's 0.04 (ideal judge, seed 150).
+        Read over a drift rule's recent days, the rest must be within its noise today too:
+        with half of env=prod losing its top hit, env=prod x globex (59 events, low on
+        earlier days by chance) held 52% of env=prod's drift, the rest flat over 8 days but
+        0.08 down today over 127 events, beyond its noise of 0.06 (lexical judge, seed
+        301)."""
         reading = self._compared()
         if reading is None or self.child_noise <= 0:
             return False
         child_drop, rest_drop, _, rest_events = reading
-        if rest_events <= 0:
+        if rest_drop > STRONG_CONCENTRATION * child_drop:
             return False
-        rest_noise = math.sqrt(self._rest_variance(rest_events))
-        return rest_drop <= min(STRONG_CONCENTRATION * child_drop, rest_noise)
+        if not self._rest_within_noise(rest_drop, rest_events):
+            return False
+        today = self._today()
+        return today is None or today == reading or self._rest_within_noise(today[1], today[3])
+
+    def _rest_within_noise(self, rest_drop: float, rest_events: int) -> bool:
+        """The rest's fall over `rest_events` events is no more than its noise."""
+        return rest_events > 0 and rest_drop <= math.sqrt(self._rest_variance(rest_events))
 
     def _rest_variance(self, events: int) -> float:
         """The variance of the rest's mean over `events` events: the larger of the child's

@@ -505,6 +505,43 @@ def test_a_majority_explains_when_the_rest_only_dipped_by_chance(
     assert found[0].explains is explains
 
 
+@pytest.mark.parametrize(
+    ("rest_today", "explains"),
+    [(0.04, True), (0.08, False)],
+    ids=["a chance dip today", "beyond its noise today"],
+)
+def test_a_majority_over_recent_days_explains_only_if_the_rest_is_within_noise_today(
+    rest_today: float, explains: bool
+) -> None:
+    """Lexical judge, seed 301, half of env=prod losing its top hit: env=prod x globex
+    (59 events, 0.19 down, low on earlier days by chance) held 52% of env=prod's drift;
+    over 8 days the rest of env=prod read flat, so the majority explained it, though
+    today the rest (127 events) fell 0.08, beyond its noise (0.06)."""
+    child = drift(
+        "env=prod,tenant=globex",
+        59,
+        0.186,
+        noise=0.088,
+        recent_observed=0.81 - 0.079,
+        recent_sample_size=472,
+        recent_days=8,
+    )
+    parent = drift(
+        "env=prod",
+        186,
+        (59 * 0.186 + 127 * rest_today) / 186,
+        noise=0.045,
+        recent_observed=(472 * (0.81 - 0.079) + 1016 * 0.81) / 1488,
+        recent_sample_size=1488,
+        recent_days=8,
+    )
+    found = narrower_parts(parent, [parent, child], {})
+    assert len(found) == 1 and 0.5 < found[0].share < EXPLAINS
+    assert found[0].rest.recent_delta == pytest.approx(0.0)
+    assert found[0].rest_drop == pytest.approx(rest_today)
+    assert found[0].explains is explains
+
+
 def drift(label: str, events: int, delta: float, **changes) -> CheckOutcome:
     return drop(label, events, delta, rule="recall_drift", severity="WARN", **changes)
 
