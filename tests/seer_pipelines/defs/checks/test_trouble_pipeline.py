@@ -1,24 +1,29 @@
 """Kinds of trouble through the real daily job: the realistic stream (BM25 top 4 over
 multi-hop questions, the lexical judge the job runs), one day a week with most events
-missing upstream, then a quarter of prod's contexts empty for the last three days.
+missing upstream, then a quarter of prod's contexts empty for the last three days; and a
+release on prod x retrieval-v2 for three days, then its fix.
 
 What a person on call needs: the volume loss said in words on its day (not "not enough
-data"), the empty contexts caught on their first day and named as what they are, and no
-"Recovered" in prod while its contexts are still empty.
+data"), the empty contexts caught on their first day and named as what they are, no
+"Recovered" while a trouble lasts, the release led by its own slice, and after the fix
+one "Recovered" reply a day and thread, its slice back within a week.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 import pytest
 from dagster import DagsterInstance
 
+from seer_metrics.slices.identity import SliceIdentity
+from seer_pipelines.alerts.alert_row import KIND_CHECK, KIND_RECOVERED
 from seer_pipelines.alerts.outbox import AlertOutbox
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.demo.realistic import generate_stream
 from seer_pipelines.demo.source_table import write_events
-from seer_pipelines.demo.trouble import EmptyContexts, VolumeLoss
+from seer_pipelines.demo.trouble import EmptyContexts, Release, Trouble, VolumeLoss
 from seer_testing.fake_slack import FakeSlack
 
 END_DAY = date(2026, 11, 27)  # fixed: a day's events depend on its date
@@ -27,43 +32,76 @@ LOSS_DAY = DAYS[-5]
 EMPTY_DAYS = DAYS[-3:]
 
 
-@pytest.mark.slow
-def test_a_volume_loss_and_empty_contexts_through_the_daily_job(tmp_path, monkeypatch) -> None:
+@dataclass
+class DailyRuns:
+    """What the daily job did over a stream, one run a day: the failing checks of each
+    day, the top-level messages posted by the end of each day, every message, and the
+    warehouse (its outbox holds the `recovered` rows)."""
+
+    warehouse: WarehouseResource
+    failing: dict[date, dict[tuple[str, str], str]] = field(default_factory=dict)
+    top_level_by_day: dict[date, int] = field(default_factory=dict)
+    messages: list[dict] = field(default_factory=list)
+
+    @property
+    def replies(self) -> list[dict]:
+        return [m for m in self.messages if m.get("thread_ts")]
+
+    def posted_on(self, day: date) -> list[dict]:
+        """The top-level messages (pages) of a partition day."""
+        return [
+            m
+            for m in self.messages
+            if not m.get("thread_ts") and day.isoformat() in str(m["blocks"][0])
+        ]
+
+
+def run_daily_job(
+    tmp_path, monkeypatch, days: list[date], troubles: tuple[Trouble, ...]
+) -> DailyRuns:
+    """The realistic stream with `troubles` in the warehouse, the daily job run on each
+    of `days` in order, judged by the lexical judge, posting to a fake Slack."""
     from seer_pipelines.definitions import defs
 
     url = f"sqlite:///{tmp_path / 'warehouse.sqlite'}"
-    stream = generate_stream(
-        len(DAYS),
-        end_day=END_DAY,
-        seed=11,
-        troubles=(
-            VolumeLoss(where={}, start=LOSS_DAY, length=1, share=0.9),
-            EmptyContexts(where={"env": "prod"}, start=EMPTY_DAYS[0], share=0.25),
-        ),
-    )
-    warehouse = WarehouseResource(url=url)
-    write_events(warehouse.get_engine(), [event.record for event in stream])
+    stream = generate_stream(len(days), end_day=days[-1], seed=11, troubles=troubles)
+    runs = DailyRuns(WarehouseResource(url=url))
+    write_events(runs.warehouse.get_engine(), [event.record for event in stream])
     job = defs.resolve_job_def("seer_daily_job")
     instance = DagsterInstance.ephemeral()
-    failing: dict[date, dict[tuple[str, str], str]] = {}
     with FakeSlack() as slack:
         monkeypatch.setenv("SEER_WAREHOUSE_URL", url)
         monkeypatch.setenv("SEER_EVALUATOR", "lexical")
         monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
         monkeypatch.setenv("SEER_SLACK_CHANNEL", "#seer")
         monkeypatch.setenv("SEER_SLACK_API_URL", slack.base_url)
-        top_level_by_day = {}
-        for day in DAYS:
+        for day in days:
             result = job.execute_in_process(partition_key=day.isoformat(), instance=instance)
             assert result.success
-            failing[day] = {
+            runs.failing[day] = {
                 (e.check_name, outcome["slice"]): outcome["message"]
                 for e in result.get_asset_check_evaluations()
                 if not e.passed
                 for outcome in e.metadata["failing_slices"].value
             }
-            top_level_by_day[day] = len(slack.top_level_messages)
-        replies = [m for m in slack.messages if m.get("thread_ts")]
+            runs.top_level_by_day[day] = len(slack.top_level_messages)
+        runs.messages = slack.messages
+    return runs
+
+
+@pytest.mark.slow
+def test_a_volume_loss_and_empty_contexts_through_the_daily_job(tmp_path, monkeypatch) -> None:
+    runs = run_daily_job(
+        tmp_path,
+        monkeypatch,
+        DAYS,
+        (
+            VolumeLoss(where={}, start=LOSS_DAY, length=1, share=0.9),
+            EmptyContexts(where={"env": "prod"}, start=EMPTY_DAYS[0], share=0.25),
+        ),
+    )
+    failing, top_level_by_day, replies = runs.failing, runs.top_level_by_day, runs.replies
+    warehouse = runs.warehouse
 
     # The volume loss, said in words on its day, ERROR on `all`; the next day is normal.
     loss = failing[LOSS_DAY].get(("volume_drop", "all"))
@@ -78,7 +116,7 @@ def test_a_volume_loss_and_empty_contexts_through_the_daily_job(tmp_path, monkey
     empty = failing[first].get(("empty_context_rise", "env=prod"))
     assert empty is not None, sorted(failing[first])
     assert top_level_by_day[first] > top_level_by_day[DAYS[-4]]  # it paged that day
-    posted = [m for m in slack.top_level_messages if first.isoformat() in str(m["blocks"][0])]
+    posted = runs.posted_on(first)
     assert posted and "of contexts are empty (was" in str(posted[0]["blocks"])
 
     # No "Recovered" for prod (or what contains it) while its contexts are still empty; the
@@ -93,3 +131,69 @@ def test_a_volume_loss_and_empty_contexts_through_the_daily_job(tmp_path, monkey
     for line in recovered_during:
         if not line.startswith("• `volume_drop`"):
             assert "*env=prod" not in line and "*all*" not in line, line
+
+
+PROD_V2 = {"env": "prod", "feature_flag": "retrieval-v2"}
+RELEASE_DAYS_RUN = [END_DAY - timedelta(days=offset) for offset in range(20, -1, -1)]
+RELEASE_DAYS = RELEASE_DAYS_RUN[10:13]  # after 10 clean days; then 8 days after its fix
+WEEK = 7
+
+
+@pytest.mark.slow
+def test_a_release_and_its_fix_through_the_daily_job(tmp_path, monkeypatch) -> None:
+    runs = run_daily_job(
+        tmp_path,
+        monkeypatch,
+        RELEASE_DAYS_RUN,
+        (Release(PROD_V2, start=RELEASE_DAYS[0], length=len(RELEASE_DAYS)),),
+    )
+    first, fixed = RELEASE_DAYS[0], RELEASE_DAYS[-1] + timedelta(days=1)
+    place = SliceIdentity.of(*PROD_V2.items())
+
+    # Caught on its first day, the message led by the release's own slice.
+    assert any(label == place.label for _, label in runs.failing[first]), runs.failing[first]
+    posted = runs.posted_on(first)
+    assert posted, "nothing paged on the release's first day"
+    headline = posted[0]["blocks"][1]["text"]["text"].splitlines()[0]
+    assert headline.startswith("*env=prod × feature_flag=retrieval-v2 explains"), headline
+
+    # No "Recovered" of an incident it opened while it lasts; after the fix, its own
+    # slice's incidents all recover within a week, each reply with the level before.
+    outbox = AlertOutbox(runs.warehouse.get_engine())
+    recovered = {
+        day: [
+            row
+            for row in outbox.rows(day, KIND_RECOVERED)
+            if SliceIdentity.decode(row.slice).may_overlap(place)
+            and date.fromisoformat(row.payload["opened_on"]) >= first
+        ]
+        for day in RELEASE_DAYS_RUN
+    }
+    assert not [row for day in RELEASE_DAYS for row in recovered[day]]
+    opened = {
+        (row.rule, row.slice)
+        for day in RELEASE_DAYS
+        for row in outbox.rows(day, KIND_CHECK)
+        if row.slice == place.label and (row.payload.get("incident") or {}).get("state") == "opened"
+    }
+    within_a_week = {
+        (row.rule, row.slice)
+        for day in RELEASE_DAYS_RUN
+        if fixed <= day < fixed + timedelta(days=WEEK)
+        for row in recovered[day]
+    }
+    assert len(opened) >= 2 and opened <= within_a_week, (opened, within_a_week)
+
+    # One reply a day in each thread, listing every check that recovered in it.
+    days_and_threads = [
+        (m["blocks"][0]["text"]["text"].split(" on ", 1)[1][:10], m["thread_ts"])
+        for m in runs.replies
+    ]
+    assert len(days_and_threads) == len(set(days_and_threads)), days_and_threads
+    own = [
+        line
+        for m in runs.replies
+        for line in m["blocks"][0]["text"]["text"].splitlines()
+        if f"on *{place.label}*" in line
+    ]
+    assert own and all("before the incident" in line for line in own), own
