@@ -118,7 +118,8 @@ class Explanation:
         earlier days by chance) held 52% of env=prod's drift, the rest flat over 8 days but
         0.08 down today over 127 events, beyond its noise of 0.06 (lexical judge, seed
         301)."""
-        reading = self._compared()
+        recent, today = self._recent(), self._today()
+        reading = recent or today  # as `_compared` reads it
         if reading is None or self.child_noise <= 0:
             return False
         child_drop, rest_drop, _, rest_events = reading
@@ -126,8 +127,7 @@ class Explanation:
             return False
         if not self._rest_within_noise(rest_drop, rest_events):
             return False
-        today = self._today()
-        return today is None or today == reading or self._rest_within_noise(today[1], today[3])
+        return recent is None or today is None or self._rest_within_noise(today[1], today[3])
 
     def _rest_within_noise(self, rest_drop: float, rest_events: int) -> bool:
         """The rest's fall over `rest_events` events is no more than its noise."""
