@@ -32,6 +32,8 @@ class AlertItem:
     impact: float | None = None
     # every failing parent whose drop it explains (`explanation` is the largest)
     explained_parents: tuple[str, ...] = ()
+    # a lead's: what its slice's failing changes name ("context bloat: 8.0 passages ...")
+    troubles: tuple[str, ...] = ()
 
     @property
     def explains(self) -> bool:
@@ -53,6 +55,7 @@ class AlertItem:
             self.nearest_part,
             self.explained_by,
             self.explained_share,
+            self.troubles,
         )
 
 

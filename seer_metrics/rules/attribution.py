@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 
+from seer_metrics.rules import wording
 from seer_metrics.rules.alert_item import AlertItem
 from seer_metrics.rules.explanation import (
     CONCENTRATION,
@@ -339,7 +341,11 @@ def alert_order(
             o.slice,
         )
 
-    return sorted(items, key=order)
+    troubles = wording.slice_troubles(outcomes)
+    return [
+        replace(item, troubles=troubles.get(item.outcome.slice, ())) if item.leads else item
+        for item in sorted(items, key=order)
+    ]
 
 
 def _stories(

@@ -7,10 +7,17 @@ decimals, intersection slices as `env=prod × feature_flag=retrieval-v2`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from seer_metrics.rules.explanation import Explanation
-from seer_metrics.rules.model import SHARE_STATISTICS, STATISTICS, CheckOutcome, RestOfParent
+from seer_metrics.rules.model import (
+    SHARE_STATISTICS,
+    STATISTICS,
+    VOLUME_STATISTIC,
+    CheckOutcome,
+    RestOfParent,
+)
 from seer_metrics.slices import ALL_SLICE
 from seer_metrics.slices.identity import display_label
 
@@ -31,9 +38,11 @@ def format_value(statistic: str, value: float | None) -> str:
 
 
 # What a failing change means, in the words of the trouble it is ({now}, {was}, {events}).
+# Low precision is named bloat only through the context size: a tenant on a wrong index
+# put 98% of its events below the bloat line with 4 passages an event as before.
 TROUBLE_PHRASES = {
     "mean_n": "context bloat: {now} passages an event (was {was})",
-    "share_precision_below_bloat": "context bloat: {now} of events below the bloat line "
+    "share_precision_below_bloat": "{now} of events with precision below the bloat line "
     "(was {was})",
     "share_empty_context": "{now} of contexts are empty (was {was})",
     "share_failed": "{now} of events could not be judged (was {was})",
@@ -51,6 +60,25 @@ def trouble_phrase(outcome: CheckOutcome) -> str:
     return template.format(
         now=now, was=was, metric=metric_name(statistic), events=f"{outcome.sample_size:,}"
     )
+
+
+# The statistics whose change says what the trouble is, in the order a headline names them.
+NAMED_TROUBLES = ("mean_n", "share_empty_context", "share_failed", "events")
+
+
+def slice_troubles(outcomes: Sequence[CheckOutcome]) -> dict[str, tuple[str, ...]]:
+    """Each slice's failing changes that name what the trouble is (`NAMED_TROUBLES`), in
+    their words: a lead's headline says "context bloat" or "contexts are empty" where its
+    figures only say which metric fell."""
+    troubles: dict[str, list[str]] = {}
+    named = [o for o in outcomes if o.statistic in NAMED_TROUBLES]
+    for outcome in sorted(named, key=lambda o: NAMED_TROUBLES.index(o.statistic)):
+        if outcome.failed and outcome.kind == "drop":
+            phrase = trouble_phrase(outcome)
+            found = troubles.setdefault(outcome.slice, [])
+            if phrase not in found:
+                found.append(phrase)
+    return {label: tuple(found) for label, found in troubles.items()}
 
 
 def statistic_label(statistic: str) -> str:
@@ -75,11 +103,13 @@ def metric_name(statistic: str) -> str:
 
 def change_text(statistic: str, change: float) -> str:
     """A statistic's change with its sign: `−0.33`, `+4.0` passages, `+52.4 pts` for a
-    share (percentage points)."""
+    share (percentage points), `−93%` for an event count (its change is relative)."""
     if statistic in SHARE_STATISTICS:
         return f"{signed(change * 100, 1)} pts"
     if statistic == "mean_n":
         return signed(change, 1)
+    if statistic == VOLUME_STATISTIC:
+        return f"{signed(change * 100, 0)}%"
     return signed(change)
 
 
@@ -313,10 +343,12 @@ def alert_headline(
     nearest_part: Explanation | None = None,
     explained_by: str | None = None,
     explained_share: float | None = None,
+    troubles: Sequence[str] = (),
 ) -> str:
     """One line of an alert: what the slice explains, e.g. `env=prod × feature_flag=
     retrieval-v2 explains 92% of env=prod's recall drop: recall −0.38, 74 events; the rest
-    of env=prod unchanged`; or that the change is spread over it, or what explains it."""
+    of env=prod unchanged`; or that the change is spread over it, or what explains it;
+    then the `troubles` its failing changes name (`slice_troubles`)."""
     title = slice_title(outcome.slice)
     if outcome.kind != "drop" or outcome.delta is None:
         return f"{title}: {outcome_summary(outcome)}"
@@ -341,6 +373,8 @@ def alert_headline(
     if explained_by is not None:
         share = "" if explained_share is None else f", {share_text(explained_share)} of it"
         line = f"{line} (explained by {slice_title(explained_by)}{share})"
+    if troubles:
+        line = f"{line} — {'; '.join(troubles)}"
     return line
 
 

@@ -1583,6 +1583,12 @@ def rows(frame_: pd.DataFrame) -> dict:
     ("statistic", "observed", "baseline", "words"),
     [
         ("mean_n", 8.0, 4.0, "context bloat: 8.0 passages an event (was 4.0)"),
+        (
+            "share_precision_below_bloat",
+            0.98,
+            0.32,
+            "98.0% of events with precision below the bloat line (was 32.0%)",
+        ),
         ("share_empty_context", 0.25, 0.0, "25.0% of contexts are empty (was 0.0%)"),
         ("share_failed", 0.12, 0.01, "12.0% of events could not be judged (was 1.0%)"),
         ("mean_recall", 0.0, 0.81, "recall 0.000 (was 0.810), 102 events"),
@@ -1606,6 +1612,45 @@ def test_a_failing_change_is_named_as_the_trouble_it_is(statistic, observed, bas
         kind="drop",
     )
     assert outcome_summary(change).startswith(words)
+
+
+def failing_change(rule: str, statistic: str, observed: float, baseline: float) -> CheckOutcome:
+    return CheckOutcome(
+        rule=rule,
+        slice="env=prod",
+        status="fail",
+        severity="ERROR" if rule == "f1_drop" else "WARN",
+        statistic=statistic,
+        observed=observed,
+        threshold=0.1,
+        sample_size=149,
+        message="",
+        baseline=baseline,
+        baseline_label="the trailing 7 days",
+        delta=abs(baseline - observed),
+        noise=0.03,
+        kind="drop",
+        worse_when="below" if observed < baseline else "above",
+    )
+
+
+def test_a_lead_headline_names_the_trouble_its_slice_changes_say() -> None:
+    """A bloat's lead is often its f1 drop (ERROR first): the headline still says "context
+    bloat", from the slice's failing context size; a precision share alone does not (a
+    wrong index puts precision below the bloat line with no more passages)."""
+    f1 = failing_change("f1_drop", "mean_f1", 0.38, 0.60)
+    size = failing_change("context_size_rise", "mean_n", 8.0, 4.0)
+    share = failing_change("bloat_rise", "share_precision_below_bloat", 0.75, 0.33)
+    empty = failing_change("empty_context_rise", "share_empty_context", 0.25, 0.0)
+    lead = alert_order([f1, share, size])[0]
+    assert lead.key == ("f1_drop", "env=prod") and lead.leads
+    assert lead.headline().endswith(" — context bloat: 8.0 passages an event (was 4.0)")
+    alone = alert_order([f1, share])[0]
+    assert "bloat" not in alone.headline() and " — " not in alone.headline()
+    both = alert_order([f1, replace(size, status="pass"), empty, size])[0]
+    assert both.headline().endswith(
+        " — context bloat: 8.0 passages an event (was 4.0); 25.0% of contexts are empty (was 0.0%)"
+    )
 
 
 def test_a_judge_change_starts_a_new_baseline_instead_of_paging() -> None:

@@ -1,29 +1,41 @@
 """Kinds of trouble through the real daily job: the realistic stream (BM25 top 4 over
 multi-hop questions, the lexical judge the job runs), one day a week with most events
-missing upstream, then a quarter of prod's contexts empty for the last three days; and a
-release on prod x retrieval-v2 for three days, then its fix.
+missing upstream, then a quarter of prod's contexts empty for the last three days; prod x
+retrieval-v2's contexts bloated to 8 passages; one tenant of 20 served from the wrong
+index; and a release on prod x retrieval-v2 for three days, then its fix.
 
 What a person on call needs: the volume loss said in words on its day (not "not enough
-data"), the empty contexts caught on their first day and named as what they are, no
-"Recovered" while a trouble lasts, the release led by its own slice, and after the fix
-one "Recovered" reply a day and thread, its slice back within a week.
+data"), each trouble caught on its first day, led by its own slice and named as what it
+is, no "Recovered" while a trouble lasts, and after the fix one "Recovered" reply a day
+and thread, its slice back within a week.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 import pytest
 from dagster import DagsterInstance
 
+from seer_metrics.rules.wording import slice_title
 from seer_metrics.slices.identity import SliceIdentity
 from seer_pipelines.alerts.alert_row import KIND_CHECK, KIND_RECOVERED
 from seer_pipelines.alerts.outbox import AlertOutbox
+from seer_pipelines.definitions import build_definitions
 from seer_pipelines.defs.resources.warehouse import WarehouseResource
 from seer_pipelines.demo.realistic import generate_stream
 from seer_pipelines.demo.source_table import write_events
-from seer_pipelines.demo.trouble import EmptyContexts, Release, Trouble, VolumeLoss
+from seer_pipelines.demo.trouble import (
+    ContextBloat,
+    EmptyContexts,
+    Release,
+    Trouble,
+    VolumeLoss,
+    WrongIndex,
+)
+from seer_pipelines.settings import load_settings
 from seer_testing.fake_slack import FakeSlack
 
 END_DAY = date(2026, 11, 27)  # fixed: a day's events depend on its date
@@ -57,24 +69,32 @@ class DailyRuns:
 
 
 def run_daily_job(
-    tmp_path, monkeypatch, days: list[date], troubles: tuple[Trouble, ...]
+    tmp_path,
+    monkeypatch,
+    days: list[date],
+    troubles: tuple[Trouble, ...],
+    tenants: int | None = None,
+    slice_keys: str = "env,feature_flag",
 ) -> DailyRuns:
-    """The realistic stream with `troubles` in the warehouse, the daily job run on each
-    of `days` in order, judged by the lexical judge, posting to a fake Slack."""
-    from seer_pipelines.definitions import defs
-
+    """The realistic stream with `troubles` in the warehouse (`tenants` tenants, else the
+    four default ones), the daily job run on each of `days` in order, sliced by
+    `slice_keys`, judged by the lexical judge, posting to a fake Slack."""
     url = f"sqlite:///{tmp_path / 'warehouse.sqlite'}"
-    stream = generate_stream(len(days), end_day=days[-1], seed=11, troubles=troubles)
+    stream = generate_stream(
+        len(days), end_day=days[-1], seed=11, troubles=troubles, tenants=tenants
+    )
     runs = DailyRuns(WarehouseResource(url=url))
     write_events(runs.warehouse.get_engine(), [event.record for event in stream])
-    job = defs.resolve_job_def("seer_daily_job")
     instance = DagsterInstance.ephemeral()
     with FakeSlack() as slack:
         monkeypatch.setenv("SEER_WAREHOUSE_URL", url)
         monkeypatch.setenv("SEER_EVALUATOR", "lexical")
+        monkeypatch.setenv("SEER_SLICE_KEYS", slice_keys)
         monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
         monkeypatch.setenv("SEER_SLACK_CHANNEL", "#seer")
         monkeypatch.setenv("SEER_SLACK_API_URL", slack.base_url)
+        # the code location as it loads with these variables set (slice keys are read then)
+        job = build_definitions(load_settings()).resolve_job_def("seer_daily_job")
         for day in days:
             result = job.execute_in_process(partition_key=day.isoformat(), instance=instance)
             assert result.success
@@ -110,6 +130,8 @@ def test_a_volume_loss_and_empty_contexts_through_the_daily_job(tmp_path, monkey
     outbox = AlertOutbox(warehouse.get_engine())
     volume_rows = [a for a in outbox.rows(LOSS_DAY, "check") if a.rule == "volume_drop"]
     assert any(a.slice == "all" and a.severity == "ERROR" for a in volume_rows), volume_rows
+    headline = runs.posted_on(LOSS_DAY)[0]["blocks"][1]["text"]["text"].splitlines()[0]
+    assert re.match(r"\*all: events −9\d%, \d+ events — \d+ events, normally about", headline)
 
     # The empty contexts: caught on their first day in env=prod, named as what they are.
     first = EMPTY_DAYS[0]
@@ -134,6 +156,71 @@ def test_a_volume_loss_and_empty_contexts_through_the_daily_job(tmp_path, monkey
 
 
 PROD_V2 = {"env": "prod", "feature_flag": "retrieval-v2"}
+TROUBLE_DAYS = DAYS[-3:]  # after 9 clean days (the first 7 of them warm the baselines)
+
+
+def recovered_rows(runs: DailyRuns, place: SliceIdentity, days: list[date], since: date) -> list:
+    """The `recovered` rows of `days` on slices sharing events with `place`, of incidents
+    opened on or after `since` (what a trouble starting that day opened)."""
+    outbox = AlertOutbox(runs.warehouse.get_engine())
+    return [
+        row
+        for day in days
+        for row in outbox.rows(day, KIND_RECOVERED)
+        if SliceIdentity.decode(row.slice).may_overlap(place)
+        and date.fromisoformat(row.payload["opened_on"]) >= since
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("trouble", "tenants", "rule", "named"),
+    [
+        pytest.param(
+            ContextBloat(PROD_V2, start=TROUBLE_DAYS[0]),
+            None,
+            "context_size_rise",
+            "context bloat: 8.0 passages an event (was 4.0)",
+            id="bloat",
+        ),
+        pytest.param(
+            WrongIndex({"tenant": "t1"}, start=TROUBLE_DAYS[0]),
+            20,
+            "recall_drop",
+            "recall 0.0",  # (was about 0.8): a lexical judge finds a chance support
+            id="wrong-index",
+        ),
+    ],
+)
+def test_a_trouble_is_led_by_its_slice_and_named_through_the_daily_job(
+    tmp_path, monkeypatch, trouble: Trouble, tenants: int | None, rule: str, named: str
+) -> None:
+    runs = run_daily_job(
+        tmp_path, monkeypatch, DAYS, (trouble,), tenants, slice_keys="env,feature_flag,tenant"
+    )
+    place = SliceIdentity.of(*trouble.where.items())
+    first = TROUBLE_DAYS[0]
+
+    # Caught on its first day on its own slice, the message led by that slice and the
+    # trouble named in the slice's own lines.
+    failing = runs.failing[first].get((rule, place.label))
+    assert failing is not None, sorted(runs.failing[first])
+    posted = runs.posted_on(first)
+    assert posted, "nothing paged on the trouble's first day"
+    headline = posted[0]["blocks"][1]["text"]["text"].splitlines()[0]
+    assert headline.startswith(f"*{slice_title(place.label)} explains"), headline
+    assert (named in headline) == (rule == "context_size_rise"), headline  # bloat is named
+    section = next(
+        block["text"]["text"]
+        for block in posted[0]["blocks"]
+        if block.get("type") == "section" and block["text"]["text"].startswith(f"*{place.label}*")
+    )
+    assert named in section, section
+
+    # No "Recovered" of what it opened while it lasts.
+    assert not recovered_rows(runs, place, TROUBLE_DAYS, since=first)
+
+
 RELEASE_DAYS_RUN = [END_DAY - timedelta(days=offset) for offset in range(20, -1, -1)]
 RELEASE_DAYS = RELEASE_DAYS_RUN[10:13]  # after 10 clean days; then 8 days after its fix
 WEEK = 7
@@ -159,28 +246,17 @@ def test_a_release_and_its_fix_through_the_daily_job(tmp_path, monkeypatch) -> N
 
     # No "Recovered" of an incident it opened while it lasts; after the fix, its own
     # slice's incidents all recover within a week, each reply with the level before.
+    assert not recovered_rows(runs, place, RELEASE_DAYS, since=first)
     outbox = AlertOutbox(runs.warehouse.get_engine())
-    recovered = {
-        day: [
-            row
-            for row in outbox.rows(day, KIND_RECOVERED)
-            if SliceIdentity.decode(row.slice).may_overlap(place)
-            and date.fromisoformat(row.payload["opened_on"]) >= first
-        ]
-        for day in RELEASE_DAYS_RUN
-    }
-    assert not [row for day in RELEASE_DAYS for row in recovered[day]]
     opened = {
         (row.rule, row.slice)
         for day in RELEASE_DAYS
         for row in outbox.rows(day, KIND_CHECK)
         if row.slice == place.label and (row.payload.get("incident") or {}).get("state") == "opened"
     }
+    week_after = [day for day in RELEASE_DAYS_RUN if fixed <= day < fixed + timedelta(days=WEEK)]
     within_a_week = {
-        (row.rule, row.slice)
-        for day in RELEASE_DAYS_RUN
-        if fixed <= day < fixed + timedelta(days=WEEK)
-        for row in recovered[day]
+        (row.rule, row.slice) for row in recovered_rows(runs, place, week_after, since=first)
     }
     assert ("recall_drop", place.label) in opened, opened
     assert opened <= within_a_week, (opened, within_a_week)
