@@ -346,6 +346,7 @@ def evaluate_rules(
                 "high_priority": high,
                 "worse_when": rule.worse_when,
                 "escalation_step": rule.escalation_step,
+                "judge": _judge_of(row),
             }
             slice_history = _slice_history(
                 config,

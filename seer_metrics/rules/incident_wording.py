@@ -10,14 +10,25 @@ from seer_metrics.rules.wording import format_value, statistic_label
 
 
 def escalation_note(
-    statistic: str, observed: float | None, opened_on: str, opened_observed: float | None
+    statistic: str,
+    observed: float | None,
+    opened_on: str,
+    opened_observed: float | None,
+    reference_on: str | None = None,
 ) -> str:
-    """The line of an open incident that got much worse: it pages again, once."""
+    """The line of an open incident that got much worse: it pages again, once. With
+    `reference_on`, the worsening is measured from that day's reading (`opened_observed`
+    then holds it), the first of the judge that took over after the incident opened."""
     now = format_value(statistic, observed)
     was = format_value(statistic, opened_observed)
+    since = (
+        "when it opened"
+        if reference_on is None
+        else f"on {reference_on}, the first day of today's judge"
+    )
     return (
         f"still open since {opened_on}, now much worse: {statistic_label(statistic)} {now}, "
-        f"was {was} when it opened"
+        f"was {was} {since}"
     )
 
 

@@ -98,10 +98,13 @@ class Verdict:
     # trouble, reads not clearly back and is together still low: it counts, but the
     # incident does not close that day (`verdict_holds.day_verdicts`).
     waiting: bool = False
+    # The judge of the reading: readings of two judges are not compared for a worsening.
+    judge: str | None = None
 
     def figures(self) -> dict[str, Any]:
         """The numbers behind the verdict, as stored with it (`figure_fields` reads them)."""
-        return {name: getattr(self, name) for name in (*_FIGURES, "worse_when", *_FLAGS)}
+        names = (*_FIGURES, "worse_when", *_FLAGS, "judge")
+        return {name: getattr(self, name) for name in names}
 
     @staticmethod
     def figure_fields(figures: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -109,7 +112,13 @@ class Verdict:
         figures = figures or {}
         fields = {name: number_or_none(figures.get(name)) for name in _FIGURES}
         flags = {name: figures.get(name) is True for name in _FLAGS}
-        return fields | {"worse_when": str(figures.get("worse_when") or "below")} | flags
+        judge = figures.get("judge")
+        return (
+            fields
+            | {"worse_when": str(figures.get("worse_when") or "below")}
+            | flags
+            | {"judge": judge if isinstance(judge, str) and judge else None}
+        )
 
     @classmethod
     def of(cls, outcome: CheckOutcome) -> Verdict | None:
@@ -135,6 +144,7 @@ class Verdict:
             margin=recovery_margin(outcome),
             threshold=outcome.threshold if _against_normal(outcome) else None,
             worse_when=outcome.worse_when,
+            judge=outcome.judge,
         )
 
 
@@ -190,15 +200,27 @@ class Incident:
     # (`advance_incidents`) knows it; the warehouse's folded history does not (there the
     # outbox holds what was posted, and a close with nothing posted sends no reply).
     paged: bool = True
+    # The judge of the reading a worsening is measured from (`much_worse`), and that
+    # reading when another judge took over after the incident opened (None: the opening
+    # reading): a stricter judge read recall 0.25 lower on every slice the day it started,
+    # and each open level "got much worse" (realistic stream, lexical judge to an LLM).
+    judge: str | None = None
+    reference_observed: float | None = None
+    reference_on: date | None = None
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.rule, self.slice)
 
+    @property
+    def worse_than(self) -> float | None:
+        """The reading a worsening is measured from."""
+        return self.opened_observed if self.reference_on is None else self.reference_observed
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON values (days as ISO text); `Incident.from_dict` reads it back."""
         data = asdict(self)
-        for name in ("opened_on", "last_failed_on", "closed_on", "escalated_on"):
+        for name in ("opened_on", "last_failed_on", "closed_on", "escalated_on", "reference_on"):
             if data[name] is not None:
                 data[name] = data[name].isoformat()
         return data
@@ -229,6 +251,11 @@ class Incident:
             if data.get("escalated_on") is None
             else as_date(data["escalated_on"]),
             paged=bool(data.get("paged", True)),
+            judge=data.get("judge") or None,
+            reference_observed=number_or_none(data.get("reference_observed")),
+            reference_on=None
+            if data.get("reference_on") is None
+            else as_date(data["reference_on"]),
         )
 
 
@@ -282,6 +309,7 @@ def follow(
                 kind=verdict.kind,
                 opened_observed=verdict.observed,
                 opened_baseline=verdict.baseline,
+                judge=verdict.judge,
                 **_latest(verdict),
             )
             return opened, "opened"
@@ -294,6 +322,11 @@ def follow(
             **_latest(verdict),
             **_RESTART,
         )
+        if another_judge(verdict, incident):
+            # a new judge's first failing reading is where a worsening is measured from
+            return replace(
+                carried, judge=verdict.judge, reference_observed=verdict.observed, reference_on=day
+            ), "carried"
         if incident.escalated_on is None and much_worse(verdict, incident):
             return replace(carried, escalated_on=day, paged=True), "escalated"
         return carried, "carried"
@@ -369,12 +402,19 @@ def still_low(
     return not pooled_recovery(replace(incident, recent_readings=window), verdict.margin)
 
 
+def another_judge(verdict: Verdict, incident: Incident) -> bool:
+    """The verdict was judged by another judge than the reading a worsening is measured
+    from (both known)."""
+    return None not in (verdict.judge, incident.judge) and verdict.judge != incident.judge
+
+
 def much_worse(verdict: Verdict, incident: Incident) -> bool:
-    """The failing verdict is materially worse than where the incident opened: moved the
-    bad way by the rule's escalation step beyond the day's noise (`beyond_the_step`)."""
+    """The failing verdict is materially worse than where the incident opened (or where
+    the judge of today's reading took over): moved the bad way by the rule's escalation
+    step beyond the day's noise (`beyond_the_step`)."""
     if verdict.escalation_step is None:
         return False
-    moved = worsened_by(verdict, incident.opened_observed)
+    moved = worsened_by(verdict, incident.worse_than)
     return beyond_the_step(moved, verdict.noise or 0.0, verdict.escalation_step)
 
 

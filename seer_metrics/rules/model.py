@@ -261,6 +261,8 @@ class CheckOutcome:
     escalation_step: float | None = None
     # Set when earlier days were judged by another judge and left out of the baseline.
     judge_note: str = ""
+    # The judge of the slice's day (evaluator, model and prompt version), when recorded.
+    judge: str | None = None
     # A rule whose baseline skips the latest days (a drift): the statistic over those days
     # and today, event-weighted, read to tell where a drift lives (`attribution`).
     recent_observed: float | None = None

@@ -82,11 +82,13 @@ def outcome_line(alert: Alert) -> str:
     )
     incident = alert.payload.get("incident") or {}
     if incident.get("state") == "escalated":
+        reference_on = incident.get("reference_on")
         note = escalation_note(
             outcome.statistic,
             outcome.observed,
             str(incident.get("opened_on") or "?"),
-            incident.get("opened_observed"),
+            incident.get("reference_observed" if reference_on else "opened_observed"),
+            reference_on,
         )
         line += f" *{escape_mrkdwn(shorten(note, MAX_HEADLINE_CHARS))}*"
     return line

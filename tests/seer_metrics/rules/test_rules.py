@@ -36,6 +36,7 @@ from seer_metrics.rules import (
 )
 from seer_metrics.rules.evaluation import recovery_rule
 from seer_metrics.rules.incident_day import IncidentChanges
+from seer_metrics.rules.incident_wording import escalation_note
 from seer_metrics.rules.incidents import Verdict, follow, incident_runs, much_worse
 from seer_metrics.rules.model import as_date
 from seer_metrics.rules.recovery import pooled_recovery
@@ -716,6 +717,50 @@ def test_much_worse_takes_the_noise_of_two_readings_off_the_move() -> None:
     assert not much_worse(reading(0.60, 0.0, step=0.0), incident)
     assert not much_worse(reading(0.55, 0.05, step=0.0), incident)
     assert much_worse(reading(0.50, 0.05, step=0.0), incident)
+
+
+def test_a_new_judge_is_no_worsening_but_a_worsening_under_it_still_pages() -> None:
+    """A stricter judge reads recall 0.25 lower the day it takes over: an open level
+    incident does not "get much worse" by it; the new judge's first reading is where a
+    worsening is measured from, so a real one under that judge still pages, once, and
+    says from which day it is measured. Readings with no judge recorded compare as
+    before."""
+
+    def reading(day: str, observed: float, judge: str | None) -> Verdict:
+        outcome = replace(
+            level(day, "fail"), observed=observed, noise=0.02, escalation_step=0.10, judge=judge
+        )
+        return Verdict.of(outcome)  # type: ignore[return-value]
+
+    incident, transition = follow(None, reading("2026-11-20", 0.75, "lexical"))
+    assert transition == "opened" and incident.judge == "lexical"
+    incident, transition = follow(incident, reading("2026-11-21", 0.50, "openai"))
+    assert transition == "carried", "a judge change paged as a worsening"
+    assert (incident.judge, incident.reference_observed) == ("openai", 0.50)
+    assert incident.reference_on == date(2026, 11, 21) and incident.opened_observed == 0.75
+    assert Incident.from_dict(incident.to_dict()) == incident
+    incident, transition = follow(incident, reading("2026-11-22", 0.45, "openai"))
+    assert transition == "carried"  # 0.05 worse: within the step
+    incident, transition = follow(incident, reading("2026-11-23", 0.30, "openai"))
+    assert transition == "escalated" and incident.escalated_on == date(2026, 11, 23)
+    note = escalation_note("mean_recall", 0.30, "2026-11-20", 0.50, "2026-11-21")
+    assert note.endswith("was 0.500 on 2026-11-21, the first day of today's judge")
+    unknown, _ = follow(None, reading("2026-11-20", 0.75, None))
+    assert follow(unknown, reading("2026-11-21", 0.50, "openai"))[1] == "escalated"
+    stored = Verdict(
+        **(
+            Verdict.figure_fields(reading("2026-11-21", 0.5, "x").figures())
+            | {
+                "day": date(2026, 11, 21),
+                "rule": "r",
+                "slice": "all",
+                "kind": "threshold",
+                "status": "fail",
+                "severity": "WARN",
+            }
+        )
+    )
+    assert stored.judge == "x"
 
 
 def test_a_level_its_parent_already_breaches_opens_without_a_page() -> None:

@@ -13,6 +13,7 @@ and thread, its slice back within a week.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
@@ -53,6 +54,8 @@ class DailyRuns:
     warehouse: WarehouseResource
     failing: dict[date, dict[tuple[str, str], str]] = field(default_factory=dict)
     top_level_by_day: dict[date, int] = field(default_factory=dict)
+    # each day's checks whose metadata says the judge changed, and what it says
+    judge_changes: dict[date, dict[str, str]] = field(default_factory=dict)
     messages: list[dict] = field(default_factory=list)
 
     @property
@@ -75,10 +78,12 @@ def run_daily_job(
     troubles: tuple[Trouble, ...],
     tenants: int | None = None,
     slice_keys: str = "env,feature_flag",
+    redeploys: Mapping[date, Mapping[str, str]] | None = None,
 ) -> DailyRuns:
     """The realistic stream with `troubles` in the warehouse (`tenants` tenants, else the
     four default ones), the daily job run on each of `days` in order, sliced by
-    `slice_keys`, judged by the lexical judge, posting to a fake Slack."""
+    `slice_keys`, judged by the lexical judge, posting to a fake Slack. `redeploys`: the
+    code location loaded again with these variables from that day on (another judge)."""
     url = f"sqlite:///{tmp_path / 'warehouse.sqlite'}"
     stream = generate_stream(
         len(days), end_day=days[-1], seed=11, troubles=troubles, tenants=tenants
@@ -96,6 +101,10 @@ def run_daily_job(
         # the code location as it loads with these variables set (slice keys are read then)
         job = build_definitions(load_settings()).resolve_job_def("seer_daily_job")
         for day in days:
+            if day in (redeploys or {}):
+                for name, value in redeploys[day].items():
+                    monkeypatch.setenv(name, value)
+                job = build_definitions(load_settings()).resolve_job_def("seer_daily_job")
             result = job.execute_in_process(partition_key=day.isoformat(), instance=instance)
             assert result.success
             runs.failing[day] = {
@@ -103,6 +112,11 @@ def run_daily_job(
                 for e in result.get_asset_check_evaluations()
                 if not e.passed
                 for outcome in e.metadata["failing_slices"].value
+            }
+            runs.judge_changes[day] = {
+                e.check_name: e.metadata["judge_change"].value
+                for e in result.get_asset_check_evaluations()
+                if "judge_change" in e.metadata
             }
             runs.top_level_by_day[day] = len(slack.top_level_messages)
         runs.messages = slack.messages
@@ -274,3 +288,62 @@ def test_a_release_and_its_fix_through_the_daily_job(tmp_path, monkeypatch) -> N
         if f"on *{place.label}*" in line
     ]
     assert own and all("before the incident" in line for line in own), own
+
+
+@pytest.mark.slow
+def test_a_stricter_judge_through_the_daily_job_starts_a_new_baseline(
+    tmp_path, monkeypatch
+) -> None:
+    """The team moves from the lexical judge to an LLM judge (the fake OpenAI-compatible
+    server, through the real openai client) that asks one requirement more than the gold
+    passages hold: recall reads about 0.25 lower on every slice from its first day. That
+    is not a retrieval regression: no change pages, every compared rule says a new
+    baseline starts, and an open level incident does not "get much worse" by it."""
+    from seer_pipelines.demo.realistic import load_pool
+    from seer_testing.fake_judge import FakeJudgeServer, GoldOracle, GoldRequirement
+
+    gold = {
+        pool.example.question: [
+            *(
+                GoldRequirement(f"the supporting fact in '{passage.title}'", passage.text[:60])
+                for passage in pool.example.passages
+                if passage.id in pool.example.gold_supporting_ids
+            ),
+            GoldRequirement("the answer, stated in so many words", "no passage says this"),
+        ]
+        for examples in load_pool().values()
+        for pool in examples
+    }
+    first = TROUBLE_DAYS[0]
+    with FakeJudgeServer(GoldOracle(gold)) as judge:
+        llm = {
+            "SEER_EVALUATOR": "openai",
+            "SEER_EVALUATOR_MODEL": "gpt-4o-mini",
+            "OPENAI_API_KEY": "test-key",
+            "OPENAI_BASE_URL": judge.base_url,
+            "SEER_LLM_REQUESTS_PER_MINUTE": "1000000",
+            "SEER_LLM_TOKENS_PER_MINUTE": "1000000000",
+        }
+        runs = run_daily_job(tmp_path, monkeypatch, DAYS, (), redeploys={first: llm})
+        assert judge.count() > 0
+
+    before = DAYS[DAYS.index(first) - 1]
+    all_recall = {
+        day: float(re.search(r"all: mean recall is ([0-9.]+)", message).group(1))
+        for day in (before, first)
+        if (message := runs.failing[day].get(("recall_other_slices", "all")))
+    }
+    assert all_recall[before] - all_recall[first] > 0.15, all_recall  # the judge is stricter
+    note = (
+        "judged by openai:gpt-4o-mini:seer-judge-v1 (was lexical:lexical-v1:heuristic-3 "
+        f"until {before})"
+    )
+    for day in TROUBLE_DAYS:
+        compared = runs.judge_changes[day]
+        assert "recall_drop" in compared and "f1_drop" in compared, sorted(compared)
+        assert all(text.startswith(note) for text in compared.values()), compared
+        assert not {rule for rule, _ in runs.failing[day]} & set(compared), runs.failing[day]
+    # Every level was already breached (a real retriever's normal state) and none got
+    # "much worse" by the judge: nothing pages, nothing recovers.
+    assert runs.top_level_by_day[TROUBLE_DAYS[-1]] == runs.top_level_by_day[before]
+    assert not [r for r in runs.replies if any(str(d) in str(r) for d in TROUBLE_DAYS)]
