@@ -49,11 +49,21 @@ def recovery_note(
     observed: float | None,
     before: float | None,
     opened_observed: float | None,
+    judge: str | None = None,
+    last_judge: str | None = None,
 ) -> str:
-    """What a recovered incident reached, against the level before it (and at its start)."""
+    """What a recovered incident reached, against the level before it (and at its start);
+    and when another judge read it back than the one that saw it fail, that the judge may
+    be what changed."""
     parts = [f"{statistic_label(statistic)} back to {format_value(statistic, observed)}"]
     if before is not None:
         parts.append(f"{format_value(statistic, before)} before the incident")
     if opened_observed is not None:
         parts.append(f"{format_value(statistic, opened_observed)} when it opened")
-    return parts[0] + (f" ({'; '.join(parts[1:])})" if len(parts) > 1 else "")
+    note = parts[0] + (f" ({'; '.join(parts[1:])})" if len(parts) > 1 else "")
+    if None not in (judge, last_judge) and judge != last_judge:
+        note += (
+            f", read by {last_judge} where {judge} saw it fail: the judge changed, "
+            "perhaps not the retrieval"
+        )
+    return note

@@ -207,6 +207,9 @@ class Incident:
     judge: str | None = None
     reference_observed: float | None = None
     reference_on: date | None = None
+    # The judge of the latest reading: a close read by another judge than `judge` may be
+    # the judge's doing (a lenient one read recall 1.0 on every slice), and says so.
+    last_judge: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -252,6 +255,7 @@ class Incident:
             else as_date(data["escalated_on"]),
             paged=bool(data.get("paged", True)),
             judge=data.get("judge") or None,
+            last_judge=data.get("last_judge") or None,
             reference_observed=number_or_none(data.get("reference_observed")),
             reference_on=None
             if data.get("reference_on") is None
@@ -275,9 +279,13 @@ def passes_to_close(kind: RuleKind, close_after_passes: int) -> int:
     return max(1, close_after_passes)
 
 
-def _latest(verdict: Verdict) -> dict[str, float | None]:
+def _latest(verdict: Verdict) -> dict[str, Any]:
     """An incident's fields that keep its latest reading."""
-    return {"last_observed": verdict.observed, "last_baseline": verdict.baseline}
+    return {
+        "last_observed": verdict.observed,
+        "last_baseline": verdict.baseline,
+        "last_judge": verdict.judge,
+    }
 
 
 # What a failure, a hold or a recovery refused by the pooled test starts again from.

@@ -289,6 +289,8 @@ def recovered_line(alert: Alert) -> str:
             payload.get("last_observed"),
             payload.get("opened_baseline") if before is None else before,
             payload.get("opened_observed"),
+            payload.get("judge"),
+            payload.get("last_judge"),
         )
         line += f": {escape_mrkdwn(shorten(note, MAX_HEADLINE_CHARS))}"
     return line

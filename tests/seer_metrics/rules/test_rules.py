@@ -36,7 +36,7 @@ from seer_metrics.rules import (
 )
 from seer_metrics.rules.evaluation import recovery_rule
 from seer_metrics.rules.incident_day import IncidentChanges
-from seer_metrics.rules.incident_wording import escalation_note
+from seer_metrics.rules.incident_wording import escalation_note, recovery_note
 from seer_metrics.rules.incidents import Verdict, follow, incident_runs, much_worse
 from seer_metrics.rules.model import as_date
 from seer_metrics.rules.recovery import pooled_recovery
@@ -737,6 +737,7 @@ def test_a_new_judge_is_no_worsening_but_a_worsening_under_it_still_pages() -> N
     incident, transition = follow(incident, reading("2026-11-21", 0.50, "openai"))
     assert transition == "carried", "a judge change paged as a worsening"
     assert (incident.judge, incident.reference_observed) == ("openai", 0.50)
+    assert incident.last_judge == "openai"
     assert incident.reference_on == date(2026, 11, 21) and incident.opened_observed == 0.75
     assert Incident.from_dict(incident.to_dict()) == incident
     incident, transition = follow(incident, reading("2026-11-22", 0.45, "openai"))
@@ -745,6 +746,11 @@ def test_a_new_judge_is_no_worsening_but_a_worsening_under_it_still_pages() -> N
     assert transition == "escalated" and incident.escalated_on == date(2026, 11, 23)
     note = escalation_note("mean_recall", 0.30, "2026-11-20", 0.50, "2026-11-21")
     assert note.endswith("was 0.500 on 2026-11-21, the first day of today's judge")
+    back = recovery_note("mean_recall", 1.0, None, 0.75, "lexical", "openai")
+    assert back.endswith(
+        "read by openai where lexical saw it fail: the judge changed, perhaps not the retrieval"
+    )
+    assert "judge" not in recovery_note("mean_recall", 0.9, None, 0.75, "openai", "openai")
     unknown, _ = follow(None, reading("2026-11-20", 0.75, None))
     assert follow(unknown, reading("2026-11-21", 0.50, "openai"))[1] == "escalated"
     stored = Verdict(

@@ -290,19 +290,16 @@ def test_a_release_and_its_fix_through_the_daily_job(tmp_path, monkeypatch) -> N
     assert own and all("before the incident" in line for line in own), own
 
 
-@pytest.mark.slow
-def test_a_stricter_judge_through_the_daily_job_starts_a_new_baseline(
-    tmp_path, monkeypatch
-) -> None:
-    """The team moves from the lexical judge to an LLM judge (the fake OpenAI-compatible
-    server, through the real openai client) that asks one requirement more than the gold
-    passages hold: recall reads about 0.25 lower on every slice from its first day. That
-    is not a retrieval regression: no change pages, every compared rule says a new
-    baseline starts, and an open level incident does not "get much worse" by it."""
+def judge_gold(strict: bool) -> dict:
+    """What the fake LLM judge knows of each question of the stream. Strict: the gold
+    passages and one requirement more that no passage holds (recall about 0.25 lower than
+    the lexical judge's); lenient: one requirement any passage with "the" in it holds
+    (recall 1.0)."""
     from seer_pipelines.demo.realistic import load_pool
-    from seer_testing.fake_judge import FakeJudgeServer, GoldOracle, GoldRequirement
+    from seer_testing.fake_judge import GoldRequirement
 
-    gold = {
+    lenient = [GoldRequirement("anything at all", "the")]
+    return {
         pool.example.question: [
             *(
                 GoldRequirement(f"the supporting fact in '{passage.title}'", passage.text[:60])
@@ -311,11 +308,28 @@ def test_a_stricter_judge_through_the_daily_job_starts_a_new_baseline(
             ),
             GoldRequirement("the answer, stated in so many words", "no passage says this"),
         ]
+        if strict
+        else lenient
         for examples in load_pool().values()
         for pool in examples
     }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strict", [True, False], ids=["stricter", "lenient"])
+def test_a_judge_change_through_the_daily_job_starts_a_new_baseline(
+    tmp_path, monkeypatch, strict: bool
+) -> None:
+    """The team moves from the lexical judge to an LLM judge (the fake OpenAI-compatible
+    server, through the real openai client). A stricter one reads recall about 0.25 lower
+    on every slice from its first day, a lenient one 1.0: not a retrieval regression, nor
+    a fix. No change fails, every compared rule says a new baseline starts; an open level
+    does not "get much worse" by the judge, and one the lenient judge reads back says the
+    judge changed, perhaps not the retrieval."""
+    from seer_testing.fake_judge import FakeJudgeServer, GoldOracle
+
     first = TROUBLE_DAYS[0]
-    with FakeJudgeServer(GoldOracle(gold)) as judge:
+    with FakeJudgeServer(GoldOracle(judge_gold(strict))) as judge:
         llm = {
             "SEER_EVALUATOR": "openai",
             "SEER_EVALUATOR_MODEL": "gpt-4o-mini",
@@ -328,12 +342,6 @@ def test_a_stricter_judge_through_the_daily_job_starts_a_new_baseline(
         assert judge.count() > 0
 
     before = DAYS[DAYS.index(first) - 1]
-    all_recall = {
-        day: float(re.search(r"all: mean recall is ([0-9.]+)", message).group(1))
-        for day in (before, first)
-        if (message := runs.failing[day].get(("recall_other_slices", "all")))
-    }
-    assert all_recall[before] - all_recall[first] > 0.15, all_recall  # the judge is stricter
     note = (
         "judged by openai:gpt-4o-mini:seer-judge-v1 (was lexical:lexical-v1:heuristic-3 "
         f"until {before})"
@@ -344,6 +352,23 @@ def test_a_stricter_judge_through_the_daily_job_starts_a_new_baseline(
         assert all(text.startswith(note) for text in compared.values()), compared
         assert not {rule for rule, _ in runs.failing[day]} & set(compared), runs.failing[day]
     # Every level was already breached (a real retriever's normal state) and none got
-    # "much worse" by the judge: nothing pages, nothing recovers.
+    # "much worse" by the judge: nothing pages.
     assert runs.top_level_by_day[TROUBLE_DAYS[-1]] == runs.top_level_by_day[before]
-    assert not [r for r in runs.replies if any(str(d) in str(r) for d in TROUBLE_DAYS)]
+    replies = [
+        line
+        for reply in runs.replies
+        for line in reply["blocks"][0]["text"]["text"].splitlines()[1:]
+    ]
+    if strict:
+        recall = {
+            day: float(re.search(r"all: mean recall is ([0-9.]+)", message).group(1))
+            for day in (before, first)
+            if (message := runs.failing[day].get(("recall_other_slices", "all")))
+        }
+        assert recall[before] - recall[first] > 0.15, recall
+        assert not replies, replies
+    else:
+        assert ("recall_other_slices", "all") not in runs.failing[first]
+        assert replies and all(
+            "the judge changed, perhaps not the retrieval" in line for line in replies
+        ), replies
