@@ -89,6 +89,9 @@ class AlertDispatcher:
         most of the day's drops (`alert_order` over the day's `slice_rows`).
         """
         changes = self.incidents.advance(partition_date, outcomes) if self.incidents else None
+        # a slice's judge change, said on every page of it (a level breached the day a
+        # stricter judge took over is the judge's reading, not yet a regression)
+        judge_changes = {o.slice: o.judge_note for o in outcomes if o.judge_note}
         order = {
             (item.outcome.rule, item.outcome.slice): {
                 "alert_rank": rank,
@@ -96,6 +99,7 @@ class AlertDispatcher:
                 "explains": item.explains,
                 "leads": item.leads,
                 "explained_by": item.explained_by,
+                "judge_change": judge_changes.get(item.outcome.slice),
             }
             for rank, item in enumerate(alert_order(outcomes, slice_rows))
         }

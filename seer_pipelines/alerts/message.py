@@ -164,6 +164,19 @@ def message_headline(alerts: Sequence[Alert], carried: Sequence[Alert]) -> str |
     return f"{story.payload['headline']}; its incident open since {since}"
 
 
+def judge_change_line(notes: Sequence[str]) -> str:
+    """The judge changed on the paged slices: changes compare only the new judge's days,
+    but levels are read by it, so a level it breaches may be the judge's reading."""
+    more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
+    return escape_mrkdwn(
+        shorten(
+            f":information_source: {notes[0]}{more}. Levels are read by the new judge: a "
+            "level it breaches may be the judge's reading, not the retrieval's.",
+            MAX_HEADLINE_CHARS,
+        )
+    )
+
+
 def still_open_line(carried: Sequence[Alert]) -> str:
     """One short line for the service levels that keep failing under an open incident."""
     items = []
@@ -233,8 +246,13 @@ def build_check_message(
     blocks: list[dict[str, Any]] = [
         header(f"Seer: retrieval quality alert for {partition_date}"),
         section(cut_mrkdwn(summary, MAX_SECTION_CHARS - len(tail)) + tail),
-        {"type": "divider"},
     ]
+    judge_changes = sorted(
+        {str(a.payload["judge_change"]) for a in alerts if a.payload.get("judge_change")}
+    )
+    if judge_changes:
+        blocks.append(context(judge_change_line(judge_changes)))
+    blocks.append({"type": "divider"})
     for label in slices[:MAX_SLICE_SECTIONS]:
         group = by_slice[label]
         priority = " (high priority)" if group[0].payload.get("high_priority") else ""

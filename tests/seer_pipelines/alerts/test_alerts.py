@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -279,6 +280,45 @@ def test_the_message_is_led_by_the_slice_that_explains_the_most(
     texts = mrkdwn_texts(posted["blocks"])
     assert texts[1].startswith(f"*{headline}*\n")
     assert texts[2].startswith(f"*{lead}*")
+
+
+def test_a_page_on_a_slice_a_new_judge_reads_says_the_judge_changed(outbox) -> None:
+    """A level a stricter judge breaches on its first day pages (it is below the line by
+    that judge); the page says the judge changed, so the person on call does not hunt a
+    retrieval regression that may not exist."""
+    note = (
+        "judged by openai:gpt-4o-mini:seer-judge-v1 (was lexical:lexical-v1:heuristic-3 "
+        "until 2026-11-28): a new baseline starts, earlier days are not compared"
+    )
+    level = failing_outcome(
+        "recall_other_slices",
+        "env=prod",
+        statistic="mean_recall",
+        observed=0.55,
+        threshold=0.85,
+        baseline=None,
+        baseline_label=None,
+        delta=None,
+        severity="WARN",
+    )
+    change = replace(
+        failing_outcome("recall_drop", "env=prod"), status="no_baseline", judge_note=note
+    )
+    with FakeSlack() as slack:
+        AlertDispatcher(outbox, slack_resource(slack)).alert_on_day(DAY, [level, change], "r1")
+        [posted] = slack.messages
+    texts = mrkdwn_texts(posted["blocks"])
+    assert any(text.startswith(f":information_source: {note}. Levels are read") for text in texts)
+    # without a judge change, no such line
+    with FakeSlack() as slack:
+        AlertDispatcher(outbox, slack_resource(slack)).alert_on_day(
+            DAY + timedelta(days=1), [replace(level, partition_date=DAY + timedelta(days=1))], "r2"
+        )
+        assert not any(
+            ":information_source:" in text
+            for message in slack.messages
+            for text in mrkdwn_texts(message["blocks"])
+        )
 
 
 def test_rerun_does_not_post_again_unless_the_outcome_changed(outbox) -> None:
