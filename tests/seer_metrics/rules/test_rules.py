@@ -1630,41 +1630,6 @@ def rows(frame_: pd.DataFrame) -> dict:
     return {str(row["slice"]): row for row in frame_.to_dict("records")}
 
 
-@pytest.mark.parametrize(
-    ("statistic", "observed", "baseline", "words"),
-    [
-        ("mean_n", 8.0, 4.0, "context bloat: 8.0 passages an event (was 4.0)"),
-        (
-            "share_precision_below_bloat",
-            0.98,
-            0.32,
-            "98.0% of events with precision below the bloat line (was 32.0%)",
-        ),
-        ("share_empty_context", 0.25, 0.0, "25.0% of contexts are empty (was 0.0%)"),
-        ("share_failed", 0.12, 0.01, "12.0% of events could not be judged (was 1.0%)"),
-        ("mean_recall", 0.0, 0.81, "recall 0.000 (was 0.810), 102 events"),
-        ("events", 28.0, 300.0, "28 events, normally about 300: events may be missing upstream"),
-    ],
-)
-def test_a_failing_change_is_named_as_the_trouble_it_is(statistic, observed, baseline, words):
-    change = CheckOutcome(
-        rule="r",
-        slice="tenant=t7",
-        status="fail",
-        severity="ERROR",
-        statistic=statistic,
-        observed=observed,
-        threshold=0.1,
-        sample_size=102,
-        message="",
-        baseline=baseline,
-        baseline_label="the trailing 7 days",
-        delta=abs(baseline - observed),
-        kind="drop",
-    )
-    assert outcome_summary(change).startswith(words)
-
-
 def failing_change(rule: str, statistic: str, observed: float, baseline: float) -> CheckOutcome:
     return CheckOutcome(
         rule=rule,
@@ -1683,6 +1648,29 @@ def failing_change(rule: str, statistic: str, observed: float, baseline: float) 
         kind="drop",
         worse_when="below" if observed < baseline else "above",
     )
+
+
+@pytest.mark.parametrize(
+    ("statistic", "observed", "baseline", "words"),
+    [
+        ("mean_n", 8.0, 4.0, "context bloat: 8.0 passages an event (was 4.0)"),
+        (
+            "share_precision_below_bloat",
+            0.98,
+            0.32,
+            "98.0% of events with precision below the bloat line (was 32.0%)",
+        ),
+        ("share_empty_context", 0.25, 0.0, "25.0% of contexts are empty (was 0.0%)"),
+        ("share_failed", 0.12, 0.01, "12.0% of events could not be judged (was 1.0%)"),
+        ("mean_recall", 0.0, 0.81, "recall 0.000 (was 0.810), 102 events"),
+        ("events", 28.0, 300.0, "28 events, normally about 300: events may be missing upstream"),
+    ],
+)
+def test_a_failing_change_is_named_as_the_trouble_it_is(statistic, observed, baseline, words):
+    change = replace(
+        failing_change("r", statistic, observed, baseline), slice="tenant=t7", sample_size=102
+    )
+    assert outcome_summary(change).startswith(words)
 
 
 def test_a_lead_headline_names_the_trouble_its_slice_changes_say() -> None:
