@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from seer_metrics.rules.wording import format_value, statistic_label
+from seer_metrics.rules.wording import format_value, slice_title, statistic_label
 
 
 def escalation_note(
@@ -67,3 +67,11 @@ def recovery_note(
             "perhaps not the retrieval"
         )
     return note
+
+
+def open_story_note(label: str, rule: str, opened_on: str) -> str:
+    """What a new page's lead adds to: an incident on the same check already open (and
+    leading its story) on a slice sharing its events. A bloat's second day paged
+    env=prod × tenant=globex's f1 drop while prod × retrieval-v2's, paged the day before,
+    stayed open: the page alone reads as a second trouble."""
+    return f"{slice_title(label)} shares its events, its `{rule}` open since {opened_on}"

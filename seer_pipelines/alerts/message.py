@@ -18,7 +18,6 @@ from datetime import date
 from typing import Any
 
 from seer_metrics.rules import CheckOutcome, as_date, outcome_summary
-from seer_metrics.rules.alert_item import PagedCheck, headline_check
 from seer_metrics.rules.incident_wording import (
     escalation_note,
     failing_again_note,
@@ -41,6 +40,7 @@ from seer_pipelines.alerts.blocks import (
     short_label,
     slack_link,
 )
+from seer_pipelines.alerts.message_headline import message_headline
 
 DEFAULT_DAGSTER_URL = "http://localhost:3000"
 MAX_SLICE_SECTIONS = 20
@@ -128,40 +128,6 @@ def slice_order(label: str, group: Sequence[Alert]) -> tuple:
         label == ALL_SLICE,
         label,
     )
-
-
-def _leads(alert: Alert) -> bool:
-    """The alert's slice leads its story (rows recorded before `leads`: it explained one)."""
-    return bool(alert.payload.get("leads", alert.payload.get("explains")))
-
-
-def message_headline(alerts: Sequence[Alert], carried: Sequence[Alert]) -> str | None:
-    """The day's bold headline, as `headline_check` chooses it: the first lead among what
-    pages, else the story of an incident already open that explains the first page, with
-    the day it opened; None: no headline. Rows recorded before ranks come last."""
-    ordered = sorted(
-        alerts,
-        key=lambda a: (a.payload.get("alert_rank") is None, a.payload.get("alert_rank") or 0),
-    )
-    paged = [
-        PagedCheck(
-            a.rule,
-            a.slice,
-            leads=_leads(a) and bool(a.payload.get("headline")),
-            explained_by=a.payload.get("explained_by") or None,
-        )
-        for a in ordered
-    ]
-    stories = {(a.rule, a.slice): a for a in carried if a.payload.get("headline")}
-    leading = {(c.rule, c.slice): a for a, c in zip(ordered, paged, strict=True) if c.leads}
-    chosen = headline_check(paged, stories)
-    if chosen in leading:
-        return leading[chosen].payload["headline"]
-    if chosen not in stories:
-        return None
-    story = stories[chosen]
-    since = (story.payload.get("incident") or {}).get("opened_on") or "?"
-    return f"{story.payload['headline']}; its incident open since {since}"
 
 
 def judge_change_line(notes: Sequence[str]) -> str:

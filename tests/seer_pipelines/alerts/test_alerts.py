@@ -28,6 +28,7 @@ from seer_pipelines.alerts import (
     render_console,
     top_missing_requirements,
 )
+from seer_pipelines.alerts.message_headline import message_headline
 from seer_pipelines.warehouse.writer import utc_now
 from seer_testing.fake_slack import FakeSlack
 
@@ -319,6 +320,41 @@ def test_a_page_on_a_slice_a_new_judge_reads_says_the_judge_changed(outbox) -> N
             for message in slack.messages
             for text in mrkdwn_texts(message["blocks"])
         )
+
+
+def test_a_new_lead_names_the_open_story_that_shares_its_events() -> None:
+    """A bloat's second day paged env=prod x tenant=globex's f1 drop while prod x v2's,
+    paged the day before, stayed open: the headline says so. An open story on `all`, or
+    on another statistic, or one that only carries an explained slice, is not named."""
+
+    def row(label: str, statistic: str = "mean_f1", **payload) -> Alert:
+        return Alert(
+            id=0,
+            partition_date=DAY,
+            kind="check",
+            rule="f1_drop" if statistic == "mean_f1" else "recall_drop",
+            slice=label,
+            severity="ERROR",
+            state="pending",
+            fingerprint="",
+            payload={"statistic": statistic, "leads": True, "headline": f"{label} fell"} | payload,
+            run_id=None,
+        )
+
+    lead = row("env=prod,tenant=globex", alert_rank=0)
+    opened = {"incident": {"opened_on": "2026-11-28"}, "alert_rank": 3}
+    story = row("env=prod,feature_flag=retrieval-v2", **opened)
+    assert message_headline([lead], [story]) == (
+        "env=prod,tenant=globex fell; env=prod × feature_flag=retrieval-v2 shares its "
+        "events, its `f1_drop` open since 2026-11-28"
+    )
+    others = [
+        row("all", **opened),
+        row("env=prod,feature_flag=retrieval-v2", "mean_recall", **opened),
+        row("env=staging", **opened),
+        row("env=prod,feature_flag=retrieval-v2", **opened, leads=False),
+    ]
+    assert message_headline([lead], others) == "env=prod,tenant=globex fell"
 
 
 def test_rerun_does_not_post_again_unless_the_outcome_changed(outbox) -> None:
