@@ -183,3 +183,34 @@ def test_the_release_is_caught_on_its_first_day_in_its_pair_slice(replayed, stre
     items = alert_order(first.outcomes, today)
     assert items[0].outcome.slice == pair
     assert lead_slices(items)[0] == pair
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: a judge change during an open change incident leaves the new "
+    "judge without a baseline on that slice (every day inside the incident is left out, "
+    "every day before it is another judge's), so the incident never gets a verdict again "
+    "and a new drop there cannot page; a fix needs its own reply ('no longer compared "
+    "since the judge changed'), never a 'Recovered'",
+)
+def test_a_judge_change_during_a_change_incident_leaves_the_slice_watched() -> None:
+    """Recall 0.85 under judge A, broken to 0.55 on day 15, judge B (0.1 stricter) from
+    day 20, fixed on day 30: ten days after the fix the change rules of the slice must
+    read B's days against a baseline again (a verdict, not `no_baseline`)."""
+    from seer_testing.slice_rows import healthy_slice_row
+
+    start = date(2026, 10, 1)
+    days = [start + timedelta(days=offset) for offset in range(40)]
+    rows = []
+    for index, day in enumerate(days):
+        judge = "A" if index < 20 else "B"
+        recall = (0.55 if 15 <= index < 30 else 0.85) - (0.1 if judge == "B" else 0.0)
+        rows.extend(
+            healthy_slice_row(day, label, 300, mean_recall=recall, std_recall=0.25, judge=judge)
+            for label in ("all", "env=prod")
+        )
+    replayed = list(replay_rules(DEFAULT_RULES, pd.DataFrame(rows), days=days[8:]))
+    opened = {(i.rule, i.slice) for i in replayed[16 - 8].open_incidents}
+    assert ("recall_drop", "env=prod") in opened  # the breakage is caught under judge A
+    last = {(o.rule, o.slice): o.status for o in replayed[-1].outcomes}
+    assert last[("recall_drop", "env=prod")] != "no_baseline"
