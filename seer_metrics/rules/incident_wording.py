@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from seer_metrics.rules.verdict import judged_apart
 from seer_metrics.rules.wording import format_value, slice_title, statistic_label
 
 
@@ -61,7 +62,7 @@ def recovery_note(
     if opened_observed is not None:
         parts.append(f"{format_value(statistic, opened_observed)} when it opened")
     note = parts[0] + (f" ({'; '.join(parts[1:])})" if len(parts) > 1 else "")
-    if None not in (judge, last_judge) and judge != last_judge:
+    if judged_apart(judge, last_judge):
         note += (
             f", read by {last_judge} where {judge} saw it fail: the judge changed, "
             "perhaps not the retrieval"

@@ -52,7 +52,7 @@ from seer_metrics.rules.recovery import (
     recovery_baseline,
     seen_long_enough,
 )
-from seer_metrics.rules.verdict import Verdict, worsened_by
+from seer_metrics.rules.verdict import Verdict, judged_apart, worsened_by
 
 Transition = Literal["opened", "carried", "escalated", "closed", "quiet"]
 
@@ -309,7 +309,7 @@ def still_low(
 def another_judge(verdict: Verdict, incident: Incident) -> bool:
     """The verdict was judged by another judge than the reading a worsening is measured
     from (both known)."""
-    return None not in (verdict.judge, incident.judge) and verdict.judge != incident.judge
+    return judged_apart(verdict.judge, incident.judge)
 
 
 def much_worse(verdict: Verdict, incident: Incident) -> bool:

@@ -18,7 +18,6 @@ from seer_metrics.rules.model import (
 from seer_metrics.rules.readings import number_or_none
 
 VerdictStatus = Literal["fail", "pass", "inconclusive"]  # as stored, a day at a time
-VERDICT_STATUSES: tuple[VerdictStatus, ...] = ("fail", "pass", "inconclusive")
 
 
 @dataclass(frozen=True)
@@ -119,3 +118,8 @@ def _against_normal(outcome: CheckOutcome) -> bool:
 def worsened_by(verdict: Verdict, reference: float | None) -> float | None:
     """How far the verdict's statistic moved the bad way from `reference` (None: unknown)."""
     return moved_bad_way(verdict.observed, reference, verdict.worse_when)
+
+
+def judged_apart(judge: str | None, other: str | None) -> bool:
+    """Two readings by known, different judges: not to be compared as a change."""
+    return None not in (judge, other) and judge != other

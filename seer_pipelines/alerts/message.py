@@ -40,7 +40,7 @@ from seer_pipelines.alerts.blocks import (
     short_label,
     slack_link,
 )
-from seer_pipelines.alerts.message_headline import message_headline
+from seer_pipelines.alerts.message_headline import message_headline, opened_on
 
 DEFAULT_DAGSTER_URL = "http://localhost:3000"
 MAX_SLICE_SECTIONS = 20
@@ -82,13 +82,12 @@ def outcome_line(alert: Alert) -> str:
     )
     incident = alert.payload.get("incident") or {}
     if incident.get("state") == "escalated":
-        reference_on = incident.get("reference_on")
         note = escalation_note(
             outcome.statistic,
             outcome.observed,
-            str(incident.get("opened_on") or "?"),
-            incident.get("reference_observed" if reference_on else "opened_observed"),
-            reference_on,
+            opened_on(alert),
+            incident.get("worse_than", incident.get("opened_observed")),  # older rows
+            incident.get("reference_on"),
         )
         line += f" *{escape_mrkdwn(shorten(note, MAX_HEADLINE_CHARS))}*"
     return line
@@ -148,7 +147,7 @@ def still_open_line(carried: Sequence[Alert]) -> str:
     items = []
     ordered = sorted(carried, key=lambda a: (a.rule, a.slice))
     for alert in ordered[:MAX_SLICE_SECTIONS]:
-        since = (alert.payload.get("incident") or {}).get("opened_on") or "?"
+        since = opened_on(alert)
         rule, label = (
             escape_mrkdwn(short_label(alert.rule)),
             escape_mrkdwn(shown_slice(alert.slice)),

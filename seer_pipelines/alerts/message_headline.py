@@ -18,6 +18,11 @@ def leads_its_story(alert: Alert) -> bool:
     return bool(alert.payload.get("leads", alert.payload.get("explains")))
 
 
+def opened_on(alert: Alert) -> str:
+    """The day the alert's incident opened, as stored ("?" when unknown)."""
+    return str((alert.payload.get("incident") or {}).get("opened_on") or "?")
+
+
 def message_headline(alerts: Sequence[Alert], carried: Sequence[Alert]) -> str | None:
     """The day's bold headline, as `headline_check` chooses it: the first lead among what
     pages, else the story of an incident already open that explains the first page, with
@@ -42,14 +47,12 @@ def message_headline(alerts: Sequence[Alert], carried: Sequence[Alert]) -> str |
         shared = open_story_sharing(leading[chosen], carried)
         if shared is None:
             return leading[chosen].payload["headline"]
-        since = (shared.payload.get("incident") or {}).get("opened_on") or "?"
-        note = open_story_note(shared.slice, shared.rule, since)
+        note = open_story_note(shared.slice, shared.rule, opened_on(shared))
         return f"{leading[chosen].payload['headline']}; {note}"
     if chosen not in stories:
         return None
     story = stories[chosen]
-    since = (story.payload.get("incident") or {}).get("opened_on") or "?"
-    return f"{story.payload['headline']}; its incident open since {since}"
+    return f"{story.payload['headline']}; its incident open since {opened_on(story)}"
 
 
 def open_story_sharing(lead: Alert, carried: Sequence[Alert]) -> Alert | None:

@@ -200,8 +200,9 @@ class AlertOutbox:
                     "opened_on": incident.opened_on.isoformat(),
                     "opened_observed": incident.opened_observed,
                     "opened_baseline": incident.opened_baseline,
-                    # where a worsening is measured from, when a new judge took over
-                    "reference_observed": incident.reference_observed,
+                    # where a worsening is measured from, and since when if a new
+                    # judge took over after it opened
+                    "worse_than": incident.worse_than,
                     "reference_on": incident.reference_on and incident.reference_on.isoformat(),
                 }
                 if state in ("carried", "under_parent"):
